@@ -1,0 +1,75 @@
+"""The one place that knows where things live in the built site.
+
+Every link in the site is relative to the page it sits on, so the site works
+from any sub-folder of a static host and from `file://` alike. A page asks
+`Urls(depth)` for links; depth is how many folders below the site root it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def run_dir(run_id: str) -> str:
+    """Folder of a run, relative to the site root."""
+    return f"runs/{run_id}/"
+
+
+def model_dir(slug: str) -> str:
+    """Folder of the page listing every run of one model."""
+    return f"models/{slug}/"
+
+
+def gpu_dir(slug: str) -> str:
+    """Folder of the page listing every run on one GPU."""
+    return f"gpus/{slug}/"
+
+
+def compare_dir(slug: str) -> str:
+    """Folder of a comparison page generated at build time."""
+    return f"compare/{slug}/"
+
+
+def page_dir(slug: str) -> str:
+    """Folder of a content page from content/pages/*.md."""
+    return f"{slug}/"
+
+
+@dataclass(frozen=True)
+class Urls:
+    """Relative links from a page `depth` folders below the site root."""
+
+    depth: int
+
+    @property
+    def root(self) -> str:
+        return "../" * self.depth
+
+    def to(self, site_path: str) -> str:
+        """Link to a site-root-relative path; folders get an explicit index.html for file://."""
+        target = site_path + "index.html" if site_path.endswith("/") or site_path == "" else site_path
+        return self.root + target
+
+    def home(self) -> str:
+        return self.to("")
+
+    def run(self, run_id: str) -> str:
+        return self.to(run_dir(run_id))
+
+    def run_file(self, run_id: str, name: str) -> str:
+        return self.root + run_dir(run_id) + name
+
+    def model(self, slug: str) -> str:
+        return self.to(model_dir(slug))
+
+    def gpu(self, slug: str) -> str:
+        return self.to(gpu_dir(slug))
+
+    def compare(self, slug: str) -> str:
+        return self.to(compare_dir(slug))
+
+    def page(self, slug: str) -> str:
+        return self.to(page_dir(slug))
+
+    def static(self, name: str) -> str:
+        return self.root + "static/" + name
