@@ -8,8 +8,7 @@ from pathlib import Path
 
 import click
 
-from sitegen.errors import InputError
-from sitegen.loader import BundleErrors
+from sitegen.errors import InputError, InputErrors
 
 
 def _fail(lines: list[str]) -> None:
@@ -34,7 +33,7 @@ def build_command(content: Path, out: Path, templates: Path | None) -> None:
 
     try:
         report = build_site(content, out, templates)
-    except BundleErrors as exc:
+    except InputErrors as exc:
         _fail([e.line() for e in exc.errors])
     except InputError as exc:
         _fail([exc.line()])

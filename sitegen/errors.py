@@ -18,3 +18,19 @@ class InputError(Exception):
         """The one-line form: `file:where: message`."""
         place = f"{self.path}:{self.where}" if self.where else self.path
         return f"{place}: {self.message}"
+
+
+class InputErrors(Exception):
+    """Several problems at once, so a user sees every one of them in a single run."""
+
+    def __init__(self, errors: list[InputError]) -> None:
+        self.errors = errors
+        super().__init__("\n".join(e.line() for e in errors))
+
+
+def raise_if_any(errors: list[InputError]) -> None:
+    """Raise the one error alone, or all of them together."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InputErrors(errors)

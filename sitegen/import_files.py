@@ -6,7 +6,7 @@ from pathlib import Path
 
 from runner.schema import encode_bundle
 from sitegen.atomic import write_atomic
-from sitegen.errors import InputError
+from sitegen.errors import InputError, InputErrors
 from sitegen.importers import import_file
 from sitegen.importers.options import ImportOptions
 
@@ -20,6 +20,9 @@ def import_files(files: list[Path], out: Path, options: ImportOptions) -> tuple[
             bundle = import_file(path, options)
         except InputError as exc:
             errors.append(exc)
+            continue
+        except InputErrors as exc:
+            errors.extend(exc.errors)
             continue
         target = out / f"{bundle.id}.json"
         out.mkdir(parents=True, exist_ok=True)

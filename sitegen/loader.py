@@ -7,7 +7,7 @@ from pathlib import Path
 import msgspec
 
 from runner.schema import Bundle, decode_bundle
-from sitegen.errors import InputError
+from sitegen.errors import InputError, InputErrors
 
 
 def decode_bundle_file(path: Path, data: bytes) -> Bundle:
@@ -48,16 +48,8 @@ def load_bundles(folder: Path) -> list[tuple[Path, Bundle]]:
         seen[bundle.id] = path
         loaded.append((path, bundle))
     if errors:
-        raise BundleErrors(errors)
+        raise InputErrors(errors)
     return loaded
-
-
-class BundleErrors(Exception):
-    """Several bad bundles at once, so a user sees every problem in one build."""
-
-    def __init__(self, errors: list[InputError]) -> None:
-        self.errors = errors
-        super().__init__("\n".join(e.line() for e in errors))
 
 
 def check_bundle(bundle: Bundle, path: Path) -> None:

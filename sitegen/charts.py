@@ -1,0 +1,219 @@
+"""Plotly figures for run pages and the index, as small deterministic JSON-able dicts.
+
+Figures are plain dicts (data, layout, config) so that no plotly template or
+plotly.js ends up in a page: the build copies plotly.js once into the site,
+and each page inlines only its figures' data. Charts add to the tables and
+never replace them, so only cells with values are plotted.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import plotly
+
+from runner.schema import Bundle, DecodeCell
+from sitegen.formats import context_label
+from sitegen.runview import title
+from sitegen.summary import per_gpu, prefill_has_value, valued_cells
+
+Figure = dict[str, Any]
+
+# Tableau 10: mid-tone hues that stay readable on light and dark backgrounds.
+COLORWAY = [
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
+]
+GREY = "rgba(128,128,128,0.35)"
+TEXT_GREY = "#808080"
+TRANSPARENT = "rgba(0,0,0,0)"
+LABEL_LIMIT = 60
+CONFIG = {"responsive": True, "displaylogo": False}
+_SCRIPT_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+class Point(NamedTuple):
+    """One decode cell on the index chart: per-user speed (x), per-GPU throughput (y), hover text."""
+
+    x: float
+    y: float
+    text: str
+
+
+def label(text: str) -> str:
+    """User text for a plotly name or hover: shortened, with plotly's pseudo-HTML tags shown literally."""
+    short = text if len(text) <= LABEL_LIMIT else text[: LABEL_LIMIT - 1] + "…"
+    return html.escape(short, quote=False)
+
+
+def r1(value: float) -> float:
+    """Round to one decimal: enough for a chart, and small in the page."""
+    return round(value, 1)
+
+
+def axis(title_text: str, **extra: Any) -> dict[str, Any]:
+    """An axis with a title and mid-grey gridlines that suit light and dark pages."""
+    return {"title": {"text": title_text}, "gridcolor": GREY, "zerolinecolor": GREY, "automargin": True, **extra}
+
+
+def log2_axis(title_text: str, values: list[int]) -> dict[str, Any]:
+    """A log axis ticked at the measured powers (1, 2, 4 … 128) instead of decades."""
+    return axis(title_text, type="log", tickvals=values, ticktext=[str(v) for v in values])
+
+
+def figure(data: list[dict[str, Any]], title_text: str, xaxis: dict[str, Any], yaxis: dict[str, Any]) -> Figure:
+    """Wrap traces in the shared layout: transparent backgrounds, relative size, no template."""
+    layout = {
+        "title": {"text": title_text},
+        "xaxis": xaxis,
+        "yaxis": yaxis,
+        "autosize": True,
+        "paper_bgcolor": TRANSPARENT,
+        "plot_bgcolor": TRANSPARENT,
+        "font": {"color": TEXT_GREY},
+        "colorway": COLORWAY,
+        "hovermode": "closest",
+        "legend": {"title": {"text": ""}},
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+    }
+    return {"data": data, "layout": layout, "config": CONFIG}
+
+
+def rows_by_context(bundle: Bundle) -> list[tuple[str, list[DecodeCell]]]:
+    """Valued decode cells grouped by context label, shortest context first."""
+    groups: dict[int, list[DecodeCell]] = {}
+    for cell in valued_cells(bundle):
+        groups.setdefault(cell.context_tokens, []).append(cell)
+    return [(context_label(context), cells) for context, cells in groups.items()]
+
+
+def prefill_figure(bundle: Bundle) -> Figure:
+    """Prompt tok/s by context length, one point per prefill context with a value."""
+    points = sorted((p for p in bundle.prefill if prefill_has_value(p)), key=lambda p: p.context_tokens)
+    trace = {
+        "type": "scatter",
+        "mode": "lines+markers",
+        "name": "prefill",
+        "x": [context_label(p.context_tokens) for p in points],
+        "y": [r1(p.prompt_tok_s) for p in points],
+        "customdata": [round(p.ttft_ms) if p.ttft_ms is not None else None for p in points],
+        "hovertemplate": "%{x}: %{y:,.0f} tok/s<br>%{customdata:,} ms TTFT<extra></extra>",
+    }
+    return figure([trace], "Prefill", axis("context", type="category"), axis("prompt tok/s", rangemode="tozero"))
+
+
+def decode_figure(bundle: Bundle) -> Figure:
+    """Total decode tok/s against simultaneous requests, a line per context length."""
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": name,
+            "x": [c.concurrency for c in cells],
+            "y": [r1(c.total_tok_s) for c in cells],
+            "hovertemplate": name + " × %{x}: %{y:,.1f} tok/s<extra></extra>",
+        }
+        for name, cells in rows_by_context(bundle)
+    ]
+    levels = sorted({c.concurrency for c in valued_cells(bundle)})
+    return figure(
+        data, "Sustained decode", log2_axis("simultaneous requests", levels), axis("total tok/s", rangemode="tozero")
+    )
+
+
+def latency_figure(bundle: Bundle) -> Figure:
+    """Per-request tok/s against total tok/s, a line per context, points labelled by concurrency."""
+    data = []
+    for name, cells in rows_by_context(bundle):
+        known = [c for c in cells if c.per_request_tok_s is not None]
+        data.append({
+            "type": "scatter",
+            "mode": "lines+markers+text",
+            "name": name,
+            "x": [r1(c.total_tok_s) for c in known],
+            "y": [r1(c.per_request_tok_s) for c in known],
+            "text": [str(c.concurrency) for c in known],
+            "textposition": "top center",
+            "hovertemplate": name + " × %{text}: %{x:,.1f} total, %{y:,.1f} per request tok/s<extra></extra>",
+        })
+    return figure(
+        data, "Throughput against speed per request", axis("total tok/s"), axis("per request tok/s", rangemode="tozero")
+    )
+
+
+def run_figures(bundle: Bundle) -> dict[str, Figure]:
+    """A run page's three charts, keyed by a stable name for element ids."""
+    return {"prefill": prefill_figure(bundle), "decode": decode_figure(bundle), "latency": latency_figure(bundle)}
+
+
+def run_points(bundle: Bundle) -> list[Point]:
+    """A run's decode cells as (per-user tok/s, tok/s per GPU); cells lacking either are left out."""
+    points = []
+    for cell in valued_cells(bundle):
+        y = per_gpu(cell.total_tok_s, bundle.hardware.gpu_count)
+        if y is not None and cell.per_request_tok_s is not None:
+            where = f"{context_label(cell.context_tokens)} × {cell.concurrency}"
+            points.append(Point(r1(cell.per_request_tok_s), r1(y), where))
+    return points
+
+
+def pareto_frontier(points: list[Point]) -> list[Point]:
+    """Points no other point beats on both axes, by rising x (so falling y)."""
+    frontier: list[Point] = []
+    best_y = float("-inf")
+    for point in sorted(points, key=lambda p: (-p.x, -p.y)):
+        if point.y > best_y:
+            frontier.append(point)
+            best_y = point.y
+    return frontier[::-1]
+
+
+def scatter_trace(name: str, points: list[Point], **extra: Any) -> dict[str, Any]:
+    """A scatter trace of index points with their hover text."""
+    return {
+        "type": "scatter",
+        "name": name,
+        "x": [p.x for p in points],
+        "y": [p.y for p in points],
+        "text": [p.text for p in points],
+        "hovertemplate": "%{text}<br>%{x:,.1f} tok/s per user<br>%{y:,.1f} tok/s per GPU<extra>%{fullData.name}</extra>",
+        **extra,
+    }
+
+
+def index_figure(bundles: list[Bundle]) -> Figure:
+    """Tok/s per GPU against tok/s per user over every run, with the Pareto frontier as its own trace."""
+    data = []
+    everything: list[Point] = []
+    for bundle in sorted(bundles, key=lambda b: b.id):
+        points = run_points(bundle)
+        if points:
+            name = label(title(bundle))
+            data.append(scatter_trace(name, points, mode="markers"))
+            everything += [p._replace(text=f"{name}<br>{p.text}") for p in points]
+    frontier = scatter_trace(
+        "Pareto frontier", pareto_frontier(everything), mode="lines", line={"color": TEXT_GREY, "dash": "dot"}
+    )
+    return figure(
+        data + [frontier],
+        "Throughput per GPU against speed per user",
+        axis("tok/s per user", rangemode="tozero"),
+        axis("tok/s per GPU", type="log"),
+    )
+
+
+def figure_script_json(fig: Figure) -> str:
+    """Compact JSON with sorted keys, safe inside <script type="application/json"> (no <, >, &, U+2028/9)."""
+    text = json.dumps(fig, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text.translate(_SCRIPT_ESCAPES)
+
+
+def plotly_js_source() -> Path:
+    """The installed plotly package's minified plotly.js, for the build to copy once into site/static/."""
+    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    if not path.is_file():
+        raise FileNotFoundError(f"plotly.min.js not found at {path}; reinstall plotly")
+    return path

@@ -1,0 +1,172 @@
+"""Which runs are worth comparing, and what differs between two runs (data only, no markup)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shlex
+from collections.abc import Iterable
+
+import msgspec
+
+from runner.schema import Bundle
+from sitegen.runview import sections
+from sitegen.slug import slugify
+from sitegen.summary import valued_cells
+
+PARTNER_LIMIT = 3
+SAME_SETUP = "Same model, hardware and engine, measured again"
+OTHER_ENGINE = "Same model and hardware, another engine or version"
+OTHER_HARDWARE = "Same model on other hardware"
+OTHER_MODEL = "Same hardware, another model"
+# Most comparable first: a pair's reason decides its rank among a run's candidates.
+REASON_RANK = (OTHER_ENGINE, SAME_SETUP, OTHER_HARDWARE, OTHER_MODEL)
+_EPOCH = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+
+
+class RatioCell(msgspec.Struct, frozen=True):
+    """One cell of a comparison: b / a total tok/s where both runs have a value, else None."""
+
+    concurrency: int
+    a_tok_s: float | None
+    b_tok_s: float | None
+    ratio: float | None
+
+
+class RatioRow(msgspec.Struct, frozen=True):
+    """One context length across the union of both runs' concurrencies."""
+
+    context_tokens: int
+    cells: list[RatioCell]
+
+
+def hardware_key(bundle: Bundle) -> tuple[str, int | None] | None:
+    """What makes two runs' hardware the same: GPU and count; None when the GPU is unknown."""
+    gpu = bundle.hardware.gpu
+    return (slugify(gpu), bundle.hardware.gpu_count) if gpu else None
+
+
+def engine_key(bundle: Bundle) -> tuple[str, str | None, str | None]:
+    """Engine, version and quantization."""
+    engine = bundle.engine
+    return (engine.name, engine.version, engine.quantization)
+
+
+def relation(a: Bundle, b: Bundle) -> str | None:
+    """Why a and b are worth comparing, or None when they share neither model nor hardware."""
+    same_model = slugify(a.model) == slugify(b.model)
+    same_hardware = hardware_key(a) is not None and hardware_key(a) == hardware_key(b)
+    if same_model and same_hardware:
+        return SAME_SETUP if engine_key(a) == engine_key(b) else OTHER_ENGINE
+    if same_model:
+        return OTHER_HARDWARE
+    return OTHER_MODEL if same_hardware else None
+
+
+def baseline_first(a: Bundle, b: Bundle) -> tuple[Bundle, Bundle]:
+    """Order a pair so the earlier measured run (undated first, then by id) is the baseline."""
+    pair = sorted((a, b), key=lambda x: (x.measured_at or _EPOCH, x.id))
+    return pair[0], pair[1]
+
+
+def compare_slug(a: Bundle, b: Bundle) -> str:
+    """The folder name of the comparison page of a (baseline) and b."""
+    return f"{a.id}-vs-{b.id}"
+
+
+def candidates(run: Bundle, others: list[Bundle]) -> list[tuple[Bundle, str]]:
+    """A run's related runs with the reason, most comparable first, then by id."""
+    found = [(other, why) for other in others if other.id != run.id and (why := relation(run, other))]
+    return sorted(found, key=lambda pair: (REASON_RANK.index(pair[1]), pair[0].id))
+
+
+def related_pairs(bundles: Iterable[Bundle], limit: int = PARTNER_LIMIT) -> list[tuple[Bundle, Bundle, str]]:
+    """Pairs worth a comparison page, each run in at most `limit` of them; baseline first, ordered by slug."""
+    runs = sorted(bundles, key=lambda b: b.id)
+    partners: dict[str, int] = {b.id: 0 for b in runs}
+    pairs: dict[str, tuple[Bundle, Bundle, str]] = {}
+    for run in runs:
+        for other, why in candidates(run, runs):
+            a, b = baseline_first(run, other)
+            slug = compare_slug(a, b)
+            if partners[run.id] >= limit:
+                break
+            if slug in pairs or partners[other.id] >= limit:
+                continue
+            pairs[slug] = (a, b, why)
+            partners[a.id] += 1
+            partners[b.id] += 1
+    return [pairs[slug] for slug in sorted(pairs)]
+
+
+def totals(bundle: Bundle) -> dict[tuple[int, int], float]:
+    """Total tok/s of the cells with a value, by (context, concurrency)."""
+    return {(c.context_tokens, c.concurrency): c.total_tok_s for c in valued_cells(bundle)}
+
+
+def ratio(a_tok_s: float | None, b_tok_s: float | None) -> float | None:
+    """b / a, or None when either is missing or a is zero."""
+    return b_tok_s / a_tok_s if a_tok_s and b_tok_s is not None else None
+
+
+def ratio_matrix(a: Bundle, b: Bundle) -> list[RatioRow]:
+    """Cell-by-cell b / a total tok/s over the union of both runs' contexts and concurrencies."""
+    cells = [*a.decode, *b.decode]
+    contexts = sorted({c.context_tokens for c in cells})
+    levels = sorted({c.concurrency for c in cells})
+    ta, tb = totals(a), totals(b)
+    return [
+        RatioRow(
+            context,
+            [RatioCell(n, ta.get((context, n)), tb.get((context, n)), ratio(ta.get((context, n)), tb.get((context, n))))
+             for n in levels],
+        )
+        for context in contexts
+    ]
+
+
+def launch_tokens(command: str) -> list[str]:
+    """Shell words of a launch command; plain whitespace split when quoting is unbalanced."""
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
+def is_flag(token: str) -> bool:
+    """An option token ("--port", "-e"), not a negative number or a bare dash."""
+    return token.startswith("-") and len(token) > 1 and not token[1].isdigit() and token[1] != "."
+
+
+def launch_options(command: str | None) -> dict[str, str]:
+    """Launch command as {option: value}; words before the first option are "command", a bare flag maps to itself."""
+    options: dict[str, list[str]] = {}
+    key = "command"
+    for token in launch_tokens(command or ""):
+        if is_flag(token):
+            key, _, value = token.partition("=")
+            options.setdefault(key, []).append(value) if value else options.setdefault(key, [])
+        else:
+            options.setdefault(key, []).append(token)
+    return {k: " ".join(v) if v else k for k, v in options.items()}
+
+
+def launch_diffs(a: Bundle, b: Bundle) -> list[tuple[str, str | None, str | None]]:
+    """Launch options whose values differ, in order of first appearance (a's, then b's)."""
+    oa, ob = launch_options(a.launch_command), launch_options(b.launch_command)
+    keys = list(dict.fromkeys([*oa, *ob]))
+    return [(f"Launch {k}", oa.get(k), ob.get(k)) for k in keys if oa.get(k) != ob.get(k)]
+
+
+def section_values(bundle: Bundle) -> dict[str, str]:
+    """The run page's Hardware, Engine and Run fields as label -> display value, plus the model."""
+    values = {"Model": bundle.model}
+    values.update({field.label: field.value for section in sections(bundle) for field in section.fields})
+    return values
+
+
+def field_diffs(a: Bundle, b: Bundle) -> list[tuple[str, str | None, str | None]]:
+    """What differs between two runs: model, hardware, engine, run settings, then launch options."""
+    va, vb = section_values(a), section_values(b)
+    labels = list(dict.fromkeys([*va, *vb]))
+    diffs = [(label, va.get(label), vb.get(label)) for label in labels if va.get(label) != vb.get(label)]
+    return diffs + launch_diffs(a, b)

@@ -1,0 +1,182 @@
+"""Downloads of the published site: a run's measurements as CSV, the run list as JSON/CSV, an Atom feed.
+
+Every export is deterministic (same input, same bytes) and carries raw
+numbers, not display strings, so people can compute with them.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Sequence
+
+import msgspec
+
+from runner.schema import STATUSES, Bundle, DecodeCell, PrefillPoint
+from sitegen.formats import context_label, tok_s
+from sitegen.runview import sorted_decode, sorted_prefill, summary_engine, title
+from sitegen.summary import RunSummary, peak_cell
+from sitegen.urls import Urls, run_dir
+
+MEASUREMENT_COLUMNS = (
+    "phase", "context_tokens", "concurrency", "status", "total_tok_s", "per_request_tok_s", "ttft_ms",
+    "tbt_ms", "avg_active", "completed", "output_tokens", "measured_s", "error",
+)
+# Spreadsheets run a cell starting with these as a formula (OWASP "CSV injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+ATOM_NS = "http://www.w3.org/2005/Atom"
+TAG_PREFIX = "tag:speed-matrix,2026:runs/"
+FEED_TITLE = "Speed test matrices"
+# Characters XML 1.0 forbids even when escaped.
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_json_encoder = msgspec.json.Encoder(order="deterministic")
+
+
+def csv_cell(value: object) -> str:
+    """One CSV field: empty for None, repr-exact numbers, ISO dates; strings defused against formulas."""
+    if value is None:
+        return ""
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    if isinstance(value, str):
+        return "'" + value if value.startswith(FORMULA_STARTS) else value
+    return repr(value)
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A CSV document (RFC 4180 line ends) with a header row."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(header)
+    writer.writerows([csv_cell(v) for v in row] for row in rows)
+    return out.getvalue()
+
+
+def prefill_measurement(point: PrefillPoint) -> tuple[object, ...]:
+    """A prefill point as a measurement row: one request, prompt tok/s in the total column."""
+    return (
+        "prefill", point.context_tokens, 1, point.status, point.prompt_tok_s, None, point.ttft_ms,
+        None, None, None, None, None, point.error,
+    )
+
+
+def decode_measurement(cell: DecodeCell) -> tuple[object, ...]:
+    """A decode cell as a measurement row."""
+    return (
+        "decode", cell.context_tokens, cell.concurrency, cell.status, cell.total_tok_s, cell.per_request_tok_s,
+        cell.ttft_ms, cell.tbt_ms, cell.avg_active, cell.completed, cell.output_tokens, cell.measured_s, cell.error,
+    )
+
+
+def measurements_csv(bundle: Bundle) -> str:
+    """Every prefill point and decode cell of a run, one row each, as raw numbers."""
+    rows = [prefill_measurement(p) for p in sorted_prefill(bundle)]
+    rows += [decode_measurement(c) for c in sorted_decode(bundle)]
+    return csv_text(MEASUREMENT_COLUMNS, rows)
+
+
+def summary_record(summary: RunSummary, urls: Urls) -> dict[str, object]:
+    """A summary as a flat-ish dict plus relative links to its run page and bundle."""
+    record = msgspec.structs.asdict(summary)
+    record["url"] = urls.run(summary.id)
+    record["bundle_url"] = urls.run_file(summary.id, "bundle.json")
+    return record
+
+
+def runs_json(summaries: Iterable[RunSummary], depth: int = 0) -> bytes:
+    """The run list as pretty deterministic JSON; links are relative to a file `depth` folders down."""
+    urls = Urls(depth)
+    records = [summary_record(s, urls) for s in sorted(summaries, key=lambda s: s.id)]
+    return msgspec.json.format(_json_encoder.encode(records), indent=2) + b"\n"
+
+
+def status_column(status: str) -> str:
+    """CSV column name of a status count: "Over capacity" -> "cells_over_capacity"."""
+    return "cells_" + status.lower().replace(" ", "_")
+
+
+def runs_csv(summaries: Iterable[RunSummary], depth: int = 0) -> str:
+    """The run list as CSV, one row per run, status counts as cells_* columns."""
+    urls = Urls(depth)
+    records = [summary_record(s, urls) for s in sorted(summaries, key=lambda s: s.id)]
+    names = [f.name for f in msgspec.structs.fields(RunSummary) if f.name != "status_counts"]
+    header = names + [status_column(s) for s in STATUSES] + ["url", "bundle_url"]
+    rows = [
+        [r[n] for n in names] + [r["status_counts"][s] for s in STATUSES] + [r["url"], r["bundle_url"]]
+        for r in records
+    ]
+    return csv_text(header, rows)
+
+
+def xml_text(text: str) -> str:
+    """Text XML 1.0 can carry: forbidden control characters removed (escaping is ElementTree's job)."""
+    return _XML_ILLEGAL.sub("", text)
+
+
+def atom_time(value: dt.datetime) -> str:
+    """An RFC 3339 UTC timestamp, as Atom wants."""
+    return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
+    """Append a child element with optional text and attributes."""
+    child = ET.SubElement(parent, tag, {k: xml_text(v) for k, v in attrs.items()})
+    if text is not None:
+        child.text = xml_text(text)
+    return child
+
+
+def entry_summary(bundle: Bundle) -> str:
+    """One line about a run for feed readers: engine and its peak decode throughput."""
+    peak = peak_cell(bundle)
+    parts = [summary_engine(bundle)]
+    if peak is not None:
+        parts.append(f"peak {tok_s(peak.total_tok_s)} tok/s at {context_label(peak.context_tokens)} × {peak.concurrency}")
+    return " · ".join(p for p in parts if p)
+
+
+def newest_first(bundles: Iterable[Bundle]) -> list[Bundle]:
+    """Runs by measured_at, newest first, undated last; ties by id."""
+    dated = sorted((b for b in bundles if b.measured_at), key=lambda b: b.id)
+    dated.sort(key=lambda b: b.measured_at, reverse=True)
+    undated = sorted((b for b in bundles if not b.measured_at), key=lambda b: b.id)
+    return dated + undated
+
+
+def atom_entry(feed: ET.Element, bundle: Bundle, site_url: str | None, updated: dt.datetime) -> None:
+    """Append one run's entry; its id is the run's absolute URL, or a tag: URI without a site URL."""
+    link = f"{site_url}{run_dir(bundle.id)}" if site_url else Urls(0).run(bundle.id)
+    entry = sub(feed, "entry")
+    sub(entry, "title", title(bundle))
+    sub(entry, "id", link if site_url else TAG_PREFIX + bundle.id)
+    sub(entry, "updated", atom_time(bundle.measured_at or updated))
+    sub(entry, "link", href=link, rel="alternate", type="text/html")
+    if bundle.submitter:
+        sub(sub(entry, "author"), "name", bundle.submitter)
+    sub(entry, "summary", entry_summary(bundle))
+
+
+def atom_feed(
+    bundles: Iterable[Bundle],
+    site_url: str | None,
+    updated: dt.datetime,
+    title_text: str = FEED_TITLE,
+    feed_path: str = "feed.xml",
+) -> str:
+    """An Atom 1.0 feed of runs, newest first; links are absolute with site_url, else relative to the root."""
+    base = site_url.rstrip("/") + "/" if site_url else None
+    feed = ET.Element("feed", xmlns=ATOM_NS)
+    sub(feed, "title", title_text)
+    sub(feed, "id", base or TAG_PREFIX.removesuffix("runs/") + "feed")
+    sub(feed, "updated", atom_time(updated))
+    sub(sub(feed, "author"), "name", "speed-matrix")
+    if base:
+        sub(feed, "link", href=base + feed_path, rel="self", type="application/atom+xml")
+        sub(feed, "link", href=base, rel="alternate", type="text/html")
+    for bundle in newest_first(bundles):
+        atom_entry(feed, bundle, base, updated)
+    ET.indent(feed)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(feed, encoding="unicode") + "\n"

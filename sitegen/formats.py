@@ -1,0 +1,134 @@
+"""Number, label and date formats exactly as the published pages show them.
+
+Each formatter has an inverse parser used by the page importer, so that a
+value read from a page prints back to the same text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from decimal import ROUND_HALF_UP, Decimal
+
+EMPTY = "—"
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def _round(value: float, places: int) -> Decimal:
+    """Round half up, as people expect ("0.05" -> "0.1"), not Python's half-even."""
+    return Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+
+
+def _trim(number: str) -> str:
+    """Drop a trailing ".0" ("12.0" -> "12")."""
+    return number[:-2] if number.endswith(".0") else number
+
+
+def context_label(tokens: int) -> str:
+    """Context length as the pages print it: tokens / 1024 with a K ("251K" = 257,024)."""
+    if tokens % 1024 == 0:
+        return f"{tokens // 1024}K"
+    if tokens < 1024:
+        return str(tokens)
+    return _trim(f"{_round(tokens / 1024, 1)}") + "K"
+
+
+def parse_context_label(label: str) -> int:
+    """Inverse of context_label: "8K" -> 8192, "1000" -> 1000."""
+    text = label.strip().replace(",", "")
+    if text.upper().endswith("K"):
+        return int(round(float(text[:-1]) * 1024))
+    return int(text)
+
+
+def tok_s(value: float | None) -> str:
+    """Throughput: one decimal with commas under 10,000 ("9,107.0"), else "26.5K" / "12K"."""
+    if value is None:
+        return EMPTY
+    rounded = _round(value, 1)
+    if rounded < 10_000:
+        return f"{rounded:,.1f}"
+    return _trim(f"{_round(value / 1000, 1):,.1f}") + "K"
+
+
+def prefill_tok_s(value: float | None) -> str:
+    """Prefill items round tok/s under 10,000 to whole numbers ("9,107"); larger as tok_s."""
+    if value is None:
+        return EMPTY
+    if _round(value, 1) < 10_000:
+        return f"{_round(value, 0):,.0f}"
+    return tok_s(value)
+
+
+def parse_tok_s(text: str) -> float:
+    """Inverse of tok_s/prefill_tok_s: "26.5K" -> 26500.0, "1,621.8" -> 1621.8."""
+    clean = text.strip().replace(",", "")
+    if clean.endswith("K"):
+        return float(Decimal(clean[:-1]) * 1000)
+    return float(clean)
+
+
+def ms_whole(value: float | None) -> str:
+    """Whole milliseconds with commas: "1,030 ms"."""
+    return EMPTY if value is None else f"{_round(value, 0):,.0f} ms"
+
+
+def ms_tenth(value: float | None) -> str:
+    """Milliseconds with one decimal: "6.1 ms"."""
+    return EMPTY if value is None else f"{_round(value, 1):,.1f} ms"
+
+
+def one_decimal(value: float | None) -> str:
+    """A plain one-decimal figure, such as average active requests: "16.0"."""
+    return EMPTY if value is None else f"{_round(value, 1):,.1f}"
+
+
+def count(value: int | None) -> str:
+    """A count with thousands commas: "177,409"."""
+    return EMPTY if value is None else f"{value:,}"
+
+
+def seconds_tenth(value: float | None) -> str:
+    """Measured duration: "30.0 s"."""
+    return EMPTY if value is None else f"{_round(value, 1):,.1f} s"
+
+
+def plain_number(value: float) -> str:
+    """A number without needless decimals: 141.0 -> "141", 80.5 -> "80.5"."""
+    return _trim(f"{_round(value, 2).normalize():f}") if value != int(value) else str(int(value))
+
+
+def seconds_setting(value: float) -> str:
+    """A setting in seconds: "30 s"."""
+    return f"{plain_number(value)} s"
+
+
+def tokens_setting(value: int) -> str:
+    """A token budget: "4,096 tokens"."""
+    return f"{value:,} tokens"
+
+
+def vram(per_gpu_gb: float, gpu_count: int | None) -> str:
+    """Total and per-GPU memory: "282 GB (2 × 141 GB)"; the total carries no thousands comma."""
+    if not gpu_count:
+        return f"{plain_number(per_gpu_gb)} GB"
+    return f"{plain_number(per_gpu_gb * gpu_count)} GB ({gpu_count} × {plain_number(per_gpu_gb)} GB)"
+
+
+def measured_at(value: dt.datetime) -> str:
+    """A UTC timestamp as "Sep 3, 2026, 14:23 UTC"."""
+    utc = value.astimezone(dt.timezone.utc)
+    return f"{_MONTHS[utc.month - 1]} {utc.day}, {utc.year}, {utc:%H:%M} UTC"
+
+
+_DATE_RE = re.compile(r"([A-Z][a-z]{2}) (\d{1,2}), (\d{4}), (\d{2}):(\d{2}) UTC")
+
+
+def parse_measured_at(text: str) -> dt.datetime:
+    """Inverse of measured_at; raises ValueError on anything else."""
+    match = _DATE_RE.fullmatch(text.strip())
+    if not match or match.group(1) not in _MONTHS:
+        raise ValueError(f"not a date like 'Sep 3, 2026, 14:23 UTC': {text!r}")
+    month = _MONTHS.index(match.group(1)) + 1
+    return dt.datetime(int(match.group(3)), month, int(match.group(2)), int(match.group(4)), int(match.group(5)), tzinfo=dt.timezone.utc)

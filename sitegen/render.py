@@ -1,0 +1,54 @@
+"""Jinja rendering: one environment for the whole site, loaded from templates/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+from runner.schema import Bundle
+from sitegen import formats as f
+from sitegen import runview
+from sitegen.urls import Urls
+
+DEFAULT_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+SITE_NAME = "speed-matrix"
+
+
+def status_class(status: str) -> str:
+    """CSS class suffix of a status: "Over capacity" -> "over-capacity"."""
+    return status.lower().replace(" ", "-") or "none"
+
+
+def make_environment(templates: Path) -> jinja2.Environment:
+    """Autoescaping, strict environment: every string a page shows is escaped."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    env.filters["status_class"] = status_class
+    env.globals["site_name"] = SITE_NAME
+    env.globals["table_header"] = runview.TABLE_HEADER
+    return env
+
+
+def settings_line(bundle: Bundle) -> str:
+    """The benchmark settings in one line for the Reproduce block."""
+    run = bundle.run
+    parts = []
+    if run.seconds_per_measurement is not None:
+        parts.append(f"{f.seconds_setting(run.seconds_per_measurement)} per measurement")
+    if run.max_output_tokens is not None:
+        parts.append(f"max output {f.tokens_setting(run.max_output_tokens)}")
+    shape = runview.summary_shape(bundle)
+    if shape:
+        parts.append(shape)
+    return "; ".join(parts) or "not recorded"
+
+
+def render_run_page(env: jinja2.Environment, bundle: Bundle, view: runview.RunView, context: dict) -> str:
+    """The HTML of one run page; `context` carries site-wide values (nav, counts, charts)."""
+    template = env.get_template("run.html")
+    return template.render(bundle=bundle, view=view, urls=Urls(depth=2), settings=settings_line(bundle), **context)

@@ -1,0 +1,277 @@
+"""What a run page says, as display strings: one view shared by HTML, text and the importer.
+
+The HTML template, the plain-text rendition and the page importer's cross-checks
+all read this view, so the three can never disagree about a number's format.
+"""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+from runner.schema import Bundle, DecodeCell, PrefillPoint
+from sitegen import formats as f
+
+KICKER = "Speed test matrix"
+PREFILL_CAPTION = "prompt tok/s by context length"
+DECODE_CAPTION = "total tok/s · rows are context length, columns are simultaneous requests"
+TTFT_NOTE = "TTFT is measured after the benchmark warms the server's prompt cache, so it mostly excludes prefill."
+TABLE_CAPTION = "Latencies are medians. Total tok/s is output across all simultaneous requests."
+TABLE_HEADER = (
+    "Phase", "Context", "Requests at once", "Status", "Total tok/s", "Per request tok/s", "TTFT",
+    "Time between tokens", "Average active requests", "Completed requests", "Output tokens", "Measured for",
+)
+# Legend lines in the order the published pages print them; only statuses present appear.
+LEGEND: dict[str, str] = {
+    "Requests queued": "Requests queued: the server could not run all requests at once, so some waited in a queue.",
+    "Looped": "Looped: the model kept repeating the same text, so the benchmark discarded this measurement.",
+    "Over capacity": "Over capacity: not run because this many requests at this context would exceed the server's KV cache.",
+    "Failed": "Failed: the requests errored or timed out, so this cell holds no measurement.",
+}
+VALUED = ("Valid", "Requests queued")
+
+
+class Field(msgspec.Struct, frozen=True):
+    """One label/value pair of the Hardware, Engine or Run section."""
+
+    label: str
+    value: str
+
+
+class Section(msgspec.Struct, frozen=True):
+    heading: str
+    fields: list[Field]
+
+
+class PrefillItem(msgspec.Struct, frozen=True):
+    """One item of the prefill list: "8K context", "26.5K", "310 ms TTFT" (or a status word)."""
+
+    label: str
+    value: str
+    ttft: str
+    status: str
+    error: str | None
+
+
+class MatrixCell(msgspec.Struct, frozen=True):
+    """One decode matrix cell; `heat` in 0..1 shades it relative to the best cell."""
+
+    context: str
+    concurrency: int
+    status: str
+    value: str
+    note: str
+    ttft: str
+    heat: float | None
+    error: str | None
+
+    @property
+    def text(self) -> str:
+        """The cell's visible text: value, the status word where one shows, TTFT."""
+        return self.value + self.note + self.ttft
+
+
+class MatrixRow(msgspec.Struct, frozen=True):
+    label: str
+    cells: list[MatrixCell]
+
+
+class RunView(msgspec.Struct, frozen=True):
+    """Every string a run page's #matrix element shows, in page order."""
+
+    title: str
+    summary_engine: str
+    summary_shape: str
+    byline: str | None
+    measured: str | None
+    sections: list[Section]
+    launch_command: str | None
+    prefill: list[PrefillItem]
+    concurrencies: list[int]
+    matrix: list[MatrixRow]
+    legend: list[str]
+    table: list[list[str]]
+    errors: list[str]
+
+
+def _present(pairs: list[tuple[str, str | None]]) -> list[Field]:
+    """Label/value pairs with a known value; a missing optional value is left out."""
+    return [Field(label, value) for label, value in pairs if value not in (None, "")]
+
+
+def title(bundle: Bundle) -> str:
+    """"{model} on {gpu} {vram}GB ×{count}", each hardware part only when known."""
+    hw = bundle.hardware
+    text = bundle.model
+    if hw.gpu:
+        text += f" on {hw.gpu}"
+    if hw.vram_per_gpu_gb is not None:
+        text += f" {f.plain_number(hw.vram_per_gpu_gb)}GB"
+    if hw.gpu_count:
+        text += f" ×{hw.gpu_count}"
+    return text
+
+
+def summary_engine(bundle: Bundle) -> str:
+    """"vllm · 0.29.0 · NVFP4": engine, version and quantization where known."""
+    engine = bundle.engine
+    return " · ".join(p for p in (engine.name, engine.version, engine.quantization) if p)
+
+
+def _range(labels: list[str], noun: str) -> str:
+    if not labels:
+        return ""
+    if len(labels) == 1:
+        return f"1 {noun} ({labels[0]})"
+    return f"{len(labels)} {noun}s ({labels[0]}–{labels[-1]})"
+
+
+def contexts_of(bundle: Bundle) -> list[int]:
+    return sorted({c.context_tokens for c in bundle.decode})
+
+
+def concurrencies_of(bundle: Bundle) -> list[int]:
+    return sorted({c.concurrency for c in bundle.decode})
+
+
+def summary_shape(bundle: Bundle) -> str:
+    """"6 contexts (8K–251K) × 8 concurrency levels (1–128) · prefill at 8K, 16K"."""
+    parts = []
+    contexts = [f.context_label(c) for c in contexts_of(bundle)]
+    levels = [str(n) for n in concurrencies_of(bundle)]
+    if contexts:
+        parts.append(f"{_range(contexts, 'context')} × {_range(levels, 'concurrency level')}")
+    prefill = [f.context_label(p.context_tokens) for p in sorted(bundle.prefill, key=lambda p: p.context_tokens)]
+    if prefill:
+        parts.append("prefill at " + ", ".join(prefill))
+    return " · ".join(parts)
+
+
+def byline(bundle: Bundle) -> str | None:
+    """"by @keennaylmx dev import", or None when neither is known."""
+    parts = [p for p in (bundle.submitter, bundle.origin) if p]
+    return "by " + " ".join(parts) if parts else None
+
+
+def sections(bundle: Bundle) -> list[Section]:
+    """The Hardware, Engine and Run label/value sections."""
+    hw, engine, run = bundle.hardware, bundle.engine, bundle.run
+    hardware = _present([
+        ("Type", hw.type),
+        ("GPU", hw.gpu),
+        ("GPU count", str(hw.gpu_count) if hw.gpu_count is not None else None),
+        ("VRAM", f.vram(hw.vram_per_gpu_gb, hw.gpu_count) if hw.vram_per_gpu_gb is not None else None),
+        ("OS", hw.os),
+    ])
+    engine_fields = _present([
+        ("Engine", engine.name), ("Version", engine.version), ("Quantization", engine.quantization),
+        ("Backend", engine.backend), ("Repository", engine.repository), ("Build", engine.build),
+        ("Commit", engine.commit),
+    ])
+    run_fields = _present([
+        ("Served model", run.served_model), ("Revision", run.revision), ("Benchmark tool", run.benchmark_tool),
+        ("Decode test", run.decode_test), ("Prefill mode", run.prefill_mode),
+        ("Time per measurement", f.seconds_setting(run.seconds_per_measurement) if run.seconds_per_measurement is not None else None),
+        ("Max output", f.tokens_setting(run.max_output_tokens) if run.max_output_tokens is not None else None),
+    ])
+    found = [("Hardware", hardware), ("Engine", engine_fields), ("Run", run_fields)]
+    return [Section(heading, fields) for heading, fields in found if fields]
+
+
+def prefill_item(point: PrefillPoint) -> PrefillItem:
+    label = f"{f.context_label(point.context_tokens)} context"
+    if point.status == "Valid" and point.prompt_tok_s is not None:
+        ttft = f"{f.ms_whole(point.ttft_ms)} TTFT" if point.ttft_ms is not None else ""
+        return PrefillItem(label, f.prefill_tok_s(point.prompt_tok_s), ttft, point.status, None)
+    return PrefillItem(label, point.status, "", point.status, point.error)
+
+
+def heat_scale(cells: list[DecodeCell]) -> float:
+    """The largest total tok/s among cells with a value; 0 when none."""
+    return max((c.total_tok_s or 0.0 for c in cells if c.status in VALUED), default=0.0)
+
+
+def matrix_cell(cell: DecodeCell | None, context: str, concurrency: int, top: float) -> MatrixCell:
+    """A cell's display: value and TTFT, a status word, or both for Requests queued."""
+    if cell is None:
+        return MatrixCell(context, concurrency, "", f.EMPTY, "", "", None, None)
+    if cell.status in VALUED and cell.total_tok_s is not None:
+        ttft = f"{f.ms_whole(cell.ttft_ms)} TTFT" if cell.ttft_ms is not None else ""
+        # Heat on a log scale, so small contexts' single streams still show a tint.
+        heat = math.log1p(cell.total_tok_s) / math.log1p(top) if top > 0 else 0.0
+        note = "" if cell.status == "Valid" else cell.status
+        return MatrixCell(context, concurrency, cell.status, f.tok_s(cell.total_tok_s), note, ttft, round(heat, 3), None)
+    return MatrixCell(context, concurrency, cell.status, "", cell.status, "", None, cell.error)
+
+
+def matrix(bundle: Bundle) -> list[MatrixRow]:
+    """Rows by context, columns by concurrency; a cell the run never planned shows "—"."""
+    by_key = {(c.context_tokens, c.concurrency): c for c in bundle.decode}
+    top = heat_scale(bundle.decode)
+    rows = []
+    for context in contexts_of(bundle):
+        label = f.context_label(context)
+        cells = [matrix_cell(by_key.get((context, n)), label, n, top) for n in concurrencies_of(bundle)]
+        rows.append(MatrixRow(label, cells))
+    return rows
+
+
+def legend(bundle: Bundle) -> list[str]:
+    """Legend lines for the statuses that occur, in the published order."""
+    present = {c.status for c in bundle.decode} | {p.status for p in bundle.prefill}
+    return [line for status, line in LEGEND.items() if status in present]
+
+
+def prefill_row(point: PrefillPoint) -> list[str]:
+    valid = point.status == "Valid"
+    return [
+        "Prefill", f.context_label(point.context_tokens), "1", point.status,
+        f.tok_s(point.prompt_tok_s), f.EMPTY, f.ms_whole(point.ttft_ms), f.EMPTY, f.EMPTY,
+        "1" if valid else f.EMPTY, f.EMPTY, f.EMPTY,
+    ]
+
+
+def decode_row(cell: DecodeCell) -> list[str]:
+    return [
+        "Sustained decode", f.context_label(cell.context_tokens), f.count(cell.concurrency), cell.status,
+        f.tok_s(cell.total_tok_s), f.one_decimal(cell.per_request_tok_s), f.ms_whole(cell.ttft_ms),
+        f.ms_tenth(cell.tbt_ms), f.one_decimal(cell.avg_active), f.count(cell.completed),
+        f.count(cell.output_tokens), f.seconds_tenth(cell.measured_s),
+    ]
+
+
+def sorted_prefill(bundle: Bundle) -> list[PrefillPoint]:
+    return sorted(bundle.prefill, key=lambda p: p.context_tokens)
+
+
+def sorted_decode(bundle: Bundle) -> list[DecodeCell]:
+    return sorted(bundle.decode, key=lambda c: (c.context_tokens, c.concurrency))
+
+
+def error_lines(bundle: Bundle) -> list[str]:
+    """Why each Failed cell failed, shown below the page's matrix element."""
+    lines = [f"Prefill {f.context_label(p.context_tokens)}: {p.error}" for p in sorted_prefill(bundle) if p.error]
+    lines += [
+        f"{f.context_label(c.context_tokens)} × {c.concurrency}: {c.error}" for c in sorted_decode(bundle) if c.error
+    ]
+    return lines
+
+
+def run_view(bundle: Bundle) -> RunView:
+    """Build the whole display view of one run."""
+    return RunView(
+        title=title(bundle),
+        summary_engine=summary_engine(bundle),
+        summary_shape=summary_shape(bundle),
+        byline=byline(bundle),
+        measured=f"Measured {f.measured_at(bundle.measured_at)}" if bundle.measured_at else None,
+        sections=sections(bundle),
+        launch_command=bundle.launch_command,
+        prefill=[prefill_item(p) for p in sorted_prefill(bundle)],
+        concurrencies=concurrencies_of(bundle),
+        matrix=matrix(bundle),
+        legend=legend(bundle),
+        table=[prefill_row(p) for p in sorted_prefill(bundle)] + [decode_row(c) for c in sorted_decode(bundle)],
+        errors=error_lines(bundle),
+    )

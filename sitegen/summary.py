@@ -1,0 +1,114 @@
+"""One run's headline figures, for the cross-run index, its exports and the feed."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import msgspec
+
+from runner.schema import STATUSES, Bundle, DecodeCell, PrefillPoint
+from sitegen.runview import VALUED
+from sitegen.slug import slugify
+
+PREFILL_HEADLINE_TOKENS = 8192
+
+
+class RunSummary(msgspec.Struct, kw_only=True, frozen=True):
+    """What the index shows of a run: identity, setup and its best numbers (None when unknown)."""
+
+    id: str
+    model: str
+    model_slug: str
+    gpu: str | None
+    gpu_slug: str | None
+    gpu_count: int | None
+    engine: str
+    version: str | None
+    quantization: str | None
+    measured_at: dt.datetime | None
+    max_context_tokens: int | None
+    single_stream_tok_s: float | None
+    peak_tok_s: float | None
+    peak_context_tokens: int | None
+    peak_concurrency: int | None
+    peak_tok_s_per_gpu: float | None
+    prefill_8k_tok_s: float | None
+    status_counts: dict[str, int]
+
+
+def has_value(cell: DecodeCell) -> bool:
+    """A decode cell holds a usable total tok/s: Valid or Requests queued, with a number."""
+    return cell.status in VALUED and cell.total_tok_s is not None
+
+
+def prefill_has_value(point: PrefillPoint) -> bool:
+    """A prefill point holds a usable prompt tok/s."""
+    return point.status in VALUED and point.prompt_tok_s is not None
+
+
+def valued_cells(bundle: Bundle) -> list[DecodeCell]:
+    """The decode cells with a value, ordered by context then concurrency."""
+    cells = [c for c in bundle.decode if has_value(c)]
+    return sorted(cells, key=lambda c: (c.context_tokens, c.concurrency))
+
+
+def per_gpu(total: float, gpu_count: int | None) -> float | None:
+    """Throughput per GPU, or None when the GPU count is unknown (or zero)."""
+    return total / gpu_count if gpu_count else None
+
+
+def max_context_tokens(bundle: Bundle) -> int | None:
+    """The largest context measured with a value, in decode or prefill."""
+    contexts = [c.context_tokens for c in bundle.decode if has_value(c)]
+    contexts += [p.context_tokens for p in bundle.prefill if prefill_has_value(p)]
+    return max(contexts, default=None)
+
+
+def single_stream_tok_s(bundle: Bundle) -> float | None:
+    """Decode tok/s of one request alone, at the smallest context that has a value."""
+    singles = [c for c in valued_cells(bundle) if c.concurrency == 1]
+    return singles[0].total_tok_s if singles else None
+
+
+def peak_cell(bundle: Bundle) -> DecodeCell | None:
+    """The cell with the highest total tok/s; ties go to fewer requests, then shorter context."""
+    cells = valued_cells(bundle)
+    return max(cells, key=lambda c: (c.total_tok_s, -c.concurrency, -c.context_tokens), default=None)
+
+
+def prefill_tok_s_at(bundle: Bundle, tokens: int) -> float | None:
+    """Prompt tok/s at exactly `tokens` of context, when measured with a value."""
+    found = [p.prompt_tok_s for p in bundle.prefill if p.context_tokens == tokens and prefill_has_value(p)]
+    return found[0] if found else None
+
+
+def status_counts(bundle: Bundle) -> dict[str, int]:
+    """Decode cells per status, every status present (zero when absent), in schema order."""
+    return {status: sum(1 for c in bundle.decode if c.status == status) for status in STATUSES}
+
+
+def summarize(bundle: Bundle) -> RunSummary:
+    """Build the index summary of one run."""
+    hw = bundle.hardware
+    peak = peak_cell(bundle)
+    peak_tok_s = peak.total_tok_s if peak else None
+    return RunSummary(
+        id=bundle.id,
+        model=bundle.model,
+        model_slug=slugify(bundle.model),
+        gpu=hw.gpu,
+        gpu_slug=slugify(hw.gpu) if hw.gpu else None,
+        gpu_count=hw.gpu_count,
+        engine=bundle.engine.name,
+        version=bundle.engine.version,
+        quantization=bundle.engine.quantization,
+        measured_at=bundle.measured_at,
+        max_context_tokens=max_context_tokens(bundle),
+        single_stream_tok_s=single_stream_tok_s(bundle),
+        peak_tok_s=peak_tok_s,
+        peak_context_tokens=peak.context_tokens if peak else None,
+        peak_concurrency=peak.concurrency if peak else None,
+        peak_tok_s_per_gpu=per_gpu(peak_tok_s, hw.gpu_count) if peak_tok_s is not None else None,
+        prefill_8k_tok_s=prefill_tok_s_at(bundle, PREFILL_HEADLINE_TOKENS),
+        status_counts=status_counts(bundle),
+    )
