@@ -200,11 +200,11 @@ def _prefill(doc: _Doc, table: dict) -> tuple[list[PrefillPoint], bool]:
     points: list[PrefillPoint] = []
     dropped = False
     for key in table:
-        context = doc.context(key, f"prefill.{key}")
+        where = f"prefill.{key}"
+        context = doc.context(key, where)
         if context == 0:
             dropped = True
             continue
-        where = f"prefill.{key}"
         points.append(_prefill_point(doc, doc.get(table, key, where, dict), context, where))
     return sorted(points, key=lambda p: p.context_tokens), dropped
 
@@ -226,8 +226,9 @@ def _decode(doc: _Doc, data: dict, meta: dict) -> tuple[list[DecodeCell], bool]:
     budget = doc.get(meta, "max_total_tokens", "metadata.max_total_tokens", int, optional=True) or 0
     max_tokens = _positive(doc, meta, "max_tokens", "metadata.max_tokens")
     metrics = doc.get(meta, "metrics_available", "metadata.metrics_available", bool, optional=True) is not False
+    every = planned | measured.keys()
     cells: list[DecodeCell] = []
-    for context, concurrency in sorted(planned | measured.keys()):
+    for context, concurrency in sorted(every):
         if context == 0:
             continue
         if (context, concurrency) in measured:
@@ -236,8 +237,7 @@ def _decode(doc: _Doc, data: dict, meta: dict) -> tuple[list[DecodeCell], bool]:
         else:
             fits = budget <= 0 or concurrency * (context + max_tokens) <= budget
             cells.append(_absent_cell(context, concurrency, fits))
-    dropped = any(context == 0 for context, _ in planned | measured.keys())
-    return cells, dropped
+    return cells, any(context == 0 for context, _ in every)
 
 
 def _results_by_cell(doc: _Doc, results: list) -> dict[Cell, tuple[str, dict]]:
@@ -277,6 +277,7 @@ def _summary_cells(doc: _Doc, table: dict) -> set[Cell]:
     """The cells `summary_table` names ({context: {concurrency: tok/s or null}})."""
     cells: set[Cell] = set()
     for key in table:
+        context = doc.context(key, f"summary_table.{key}")
         row = doc.get(table, key, f"summary_table.{key}", dict)
         for level in row:
             where = f"summary_table.{key}.{level}"
@@ -284,7 +285,7 @@ def _summary_cells(doc: _Doc, table: dict) -> set[Cell]:
             concurrency = doc.context(level, where)
             if concurrency < 1:
                 doc.fail(where, "expected a concurrency of at least 1")
-            cells.add((doc.context(key, f"summary_table.{key}"), concurrency))
+            cells.add((context, concurrency))
     return cells
 
 
