@@ -1,0 +1,126 @@
+"""Bad pages and bundles: one clear line per problem naming file and line or field, no traceback,
+non-zero exit, and the previous site left exactly as it was."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sitegen.cli import main
+from tests.conftest import ROOT, SEEDS
+
+SEED_TAB = SEEDS[0]
+
+
+def _sitegen(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.output
+
+
+def _tree_digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _content_with(tmp_path: Path, name: str, text: str) -> Path:
+    content = tmp_path / "content"
+    shutil.copytree(ROOT / "content" / "runs", content / "runs")
+    (content / "runs" / name).write_text(text)
+    return content
+
+
+def test_matrix_cell_that_disagrees_with_the_table_is_named(tmp_path: Path) -> None:
+    page = tmp_path / "page.txt"
+    page.write_text(SEED_TAB.read_text().replace("8K\t164.162 ms TTFT", "8K\t164.963 ms TTFT"))
+    code, output = _sitegen("import", str(page), "--out", str(tmp_path / "runs"))
+    assert code != 0
+    assert output.strip().splitlines() == [
+        f"error: {page}:line 64: matrix cell 8K × 1 shows '164.963msTTFT' but All measurements says '164.162msTTFT'"
+    ]
+    assert not (tmp_path / "runs").exists()
+
+
+def test_prefill_item_that_disagrees_is_named(tmp_path: Path) -> None:
+    page = tmp_path / "page.txt"
+    page.write_text(SEED_TAB.read_text().replace("32K context27.7K", "32K context27.1K"))
+    code, output = _sitegen("import", str(page), "--out", str(tmp_path / "runs"))
+    assert code != 0
+    assert "prefill item '32K context' shows '27.1K1,165msTTFT'" in output
+    assert "Traceback" not in output
+
+
+def test_unreadable_table_row_names_the_line(tmp_path: Path) -> None:
+    page = tmp_path / "page.txt"
+    page.write_text(SEED_TAB.read_text().replace("Sustained decode\t8K\t2\tValid\t284.6", "Sustained decode\t8K\t2\tValid\tfast"))
+    code, output = _sitegen("import", str(page), "--out", str(tmp_path / "runs"))
+    assert code != 0
+    assert output.startswith(f"error: {page}:line 88: All measurements:")
+    assert len(output.strip().splitlines()) == 1
+
+
+def test_text_that_is_not_a_page_fails_with_one_line(tmp_path: Path) -> None:
+    page = tmp_path / "notes.txt"
+    page.write_text("hello\nworld\n")
+    code, output = _sitegen("import", str(page))
+    assert code != 0
+    assert output == f"error: {page}:line 1: not a speed test matrix page: no 'Speed test matrix' line\n"
+
+
+def test_good_pages_are_written_even_when_one_is_bad(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_text("Speed test matrix\n")
+    code, output = _sitegen("import", str(SEEDS[1]), str(bad), "--out", str(tmp_path / "runs"))
+    assert code != 0
+    assert len(list((tmp_path / "runs").glob("*.json"))) == 1
+    assert "bad.txt" in output
+
+
+@pytest.mark.parametrize(("mutation", "field"), [
+    (lambda b: b["decode"][0].update(total_tok_s="fast"), "$.decode[0].total_tok_s"),
+    (lambda b: b["decode"][3].update(status="Quick"), "$.decode[3].status"),
+    (lambda b: b.pop("engine"), "$"),
+    (lambda b: b.update(id="../../etc"), "$.id"),
+    (lambda b: b.update(id="C:\\\\runs"), "$.id"),
+    (lambda b: b.update(id="run\u2215x"), "$.id"),
+    (lambda b: b["hardware"].update(gpu_count=-1), "$.hardware.gpu_count"),
+])
+def test_bad_bundle_fails_the_build_and_keeps_the_old_site(tmp_path: Path, mutation, field: str) -> None:
+    out = tmp_path / "site"
+    assert _sitegen("build", "--content", str(ROOT / "content"), "--out", str(out))[0] == 0
+    before = _tree_digest(out)
+    bundle = json.loads((ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    bundle["id"] = "broken"
+    mutation(bundle)
+    content = _content_with(tmp_path, "broken.json", json.dumps(bundle))
+    code, output = _sitegen("build", "--content", str(content), "--out", str(out))
+    assert code != 0
+    assert output.startswith(f"error: {content / 'runs' / 'broken.json'}:{field}: ")
+    assert len(output.strip().splitlines()) == 1
+    assert _tree_digest(out) == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_every_bad_bundle_is_listed(tmp_path: Path) -> None:
+    content = _content_with(tmp_path, "a.json", "{not json")
+    (content / "runs" / "b.json").write_text('{"id": "b", "model": "m"}')
+    code, output = _sitegen("build", "--content", str(content), "--out", str(tmp_path / "site"))
+    assert code != 0
+    lines = output.strip().splitlines()
+    assert len(lines) == 2 and "a.json" in lines[0] and "invalid JSON" in lines[0]
+    assert "b.json:$: Object missing required field `engine`" in lines[1]
+    assert not (tmp_path / "site").exists()
+
+
+def test_duplicate_ids_are_an_error(tmp_path: Path) -> None:
+    source = ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
+    content = _content_with(tmp_path, "copy.json", source.read_text())
+    code, output = _sitegen("build", "--content", str(content), "--out", str(tmp_path / "site"))
+    assert code != 0
+    assert output == (
+        f"error: {content / 'runs' / source.name}:$.id: id 'mimo-v2-6-flash-rl-h200-nvl-x2' is already used by "
+        f"{content / 'runs' / 'copy.json'}\n"
+    )
