@@ -32,7 +32,10 @@ TEXT_GREY = "#808080"
 TRANSPARENT = "rgba(0,0,0,0)"
 LABEL_LIMIT = 60
 CONFIG = {"responsive": True, "displaylogo": False}
-_SCRIPT_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+INDEX_HOVER = "%{text}<br>%{x:,.1f} tok/s per user<br>%{y:,.1f} tok/s per GPU<extra>%{fullData.name}</extra>"
+_SCRIPT_ESCAPES = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
 
 
 class Point(NamedTuple):
@@ -179,7 +182,7 @@ def scatter_trace(name: str, points: list[Point], **extra: Any) -> dict[str, Any
         "x": [p.x for p in points],
         "y": [p.y for p in points],
         "text": [p.text for p in points],
-        "hovertemplate": "%{text}<br>%{x:,.1f} tok/s per user<br>%{y:,.1f} tok/s per GPU<extra>%{fullData.name}</extra>",
+        "hovertemplate": INDEX_HOVER,
         **extra,
     }
 
@@ -201,7 +204,7 @@ def index_figure(bundles: list[Bundle]) -> Figure:
         data + [frontier],
         "Throughput per GPU against speed per user",
         axis("tok/s per user", rangemode="tozero"),
-        axis("tok/s per GPU", type="log"),
+        axis("tok/s per GPU", rangemode="tozero"),
     )
 
 

@@ -86,10 +86,10 @@ def related_pairs(bundles: Iterable[Bundle], limit: int = PARTNER_LIMIT) -> list
     pairs: dict[str, tuple[Bundle, Bundle, str]] = {}
     for run in runs:
         for other, why in candidates(run, runs):
-            a, b = baseline_first(run, other)
-            slug = compare_slug(a, b)
             if partners[run.id] >= limit:
                 break
+            a, b = baseline_first(run, other)
+            slug = compare_slug(a, b)
             if slug in pairs or partners[other.id] >= limit:
                 continue
             pairs[slug] = (a, b, why)
@@ -103,9 +103,10 @@ def totals(bundle: Bundle) -> dict[tuple[int, int], float]:
     return {(c.context_tokens, c.concurrency): c.total_tok_s for c in valued_cells(bundle)}
 
 
-def ratio(a_tok_s: float | None, b_tok_s: float | None) -> float | None:
-    """b / a, or None when either is missing or a is zero."""
-    return b_tok_s / a_tok_s if a_tok_s and b_tok_s is not None else None
+def ratio_cell(concurrency: int, a_tok_s: float | None, b_tok_s: float | None) -> RatioCell:
+    """A comparison cell; the ratio is None when either value is missing or a's is zero."""
+    ratio = b_tok_s / a_tok_s if a_tok_s and b_tok_s is not None else None
+    return RatioCell(concurrency, a_tok_s, b_tok_s, ratio)
 
 
 def ratio_matrix(a: Bundle, b: Bundle) -> list[RatioRow]:
@@ -115,11 +116,7 @@ def ratio_matrix(a: Bundle, b: Bundle) -> list[RatioRow]:
     levels = sorted({c.concurrency for c in cells})
     ta, tb = totals(a), totals(b)
     return [
-        RatioRow(
-            context,
-            [RatioCell(n, ta.get((context, n)), tb.get((context, n)), ratio(ta.get((context, n)), tb.get((context, n))))
-             for n in levels],
-        )
+        RatioRow(context, [ratio_cell(n, ta.get((context, n)), tb.get((context, n))) for n in levels])
         for context in contexts
     ]
 
@@ -144,7 +141,10 @@ def launch_options(command: str | None) -> dict[str, str]:
     for token in launch_tokens(command or ""):
         if is_flag(token):
             key, _, value = token.partition("=")
-            options.setdefault(key, []).append(value) if value else options.setdefault(key, [])
+            words = options.setdefault(key, [])
+            if value:
+                words.append(value)
+                key = "command"
         else:
             options.setdefault(key, []).append(token)
     return {k: " ".join(v) if v else k for k, v in options.items()}

@@ -134,7 +134,8 @@ def entry_summary(bundle: Bundle) -> str:
     peak = peak_cell(bundle)
     parts = [summary_engine(bundle)]
     if peak is not None:
-        parts.append(f"peak {tok_s(peak.total_tok_s)} tok/s at {context_label(peak.context_tokens)} × {peak.concurrency}")
+        where = f"{context_label(peak.context_tokens)} × {peak.concurrency}"
+        parts.append(f"peak {tok_s(peak.total_tok_s)} tok/s at {where}")
     return " · ".join(p for p in parts if p)
 
 
