@@ -1,0 +1,111 @@
+"""Markdown pages from content/pages/*.md, rendered safely: raw HTML is escaped, never passed through."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import msgspec
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from sitegen.errors import InputError, raise_if_any
+from sitegen.slug import slugify
+
+# Top-level folders of the built site a page slug must not take over.
+RESERVED_SLUGS = frozenset({"runs", "models", "gpus", "compare", "static", "schema"})
+_NAME_RE = re.compile(r"(?:(\d+)-)?([a-z0-9]+(?:-[a-z0-9]+)*)")
+
+
+class ContentPage(msgspec.Struct, frozen=True):
+    """One rendered page: its URL slug, title for the nav and <h1>, body HTML without the h1."""
+
+    slug: str
+    title: str
+    html: str
+    source: Path
+
+
+def markdown() -> MarkdownIt:
+    """CommonMark plus tables, with raw HTML off so markdown can never inject markup."""
+    return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+
+
+def sort_key_and_slug(path: Path) -> tuple[tuple[int, str], str]:
+    """("10-about.md") -> ((10, "about"), "about"); a name without a number sorts after numbered ones."""
+    match = _NAME_RE.fullmatch(path.stem)
+    if match is None:
+        raise InputError(path, None, "page file names are lowercase letters, digits and hyphens, optionally numbered: '10-about.md'")
+    number, slug = match.groups()
+    if slug in RESERVED_SLUGS:
+        raise InputError(path, None, f"the page name {slug!r} is taken by the site's own {slug}/ folder")
+    return (int(number) if number is not None else 1 << 62, slug), slug
+
+
+def _plain_text(inline: Token) -> str:
+    """The visible text of an inline token (emphasis and code marks dropped)."""
+    return "".join(child.content for child in inline.children or [] if child.type in ("text", "code_inline"))
+
+
+def add_heading_ids(tokens: list[Token]) -> None:
+    """Give each heading an id from its text ("Imported results" -> "imported-results"), so sections can be linked."""
+    used: set[str] = set()
+    for i, token in enumerate(tokens):
+        if token.type == "heading_open":
+            base = slugify(_plain_text(tokens[i + 1]))
+            anchor, n = base, 1
+            while anchor in used:
+                n += 1
+                anchor = f"{base}-{n}"
+            used.add(anchor)
+            token.attrSet("id", anchor)
+
+
+def render_page(path: Path, text: str, md: MarkdownIt) -> tuple[str, str]:
+    """(title, html) of one page: the title is its first h1, which the html then omits."""
+    tokens = md.parse(text)
+    add_heading_ids(tokens)
+    for i, token in enumerate(tokens):
+        if token.type == "heading_open" and token.tag == "h1":
+            title = _plain_text(tokens[i + 1]).strip()
+            if title:
+                body = tokens[:i] + tokens[i + 3:]
+                return title, md.renderer.render(body, md.options, {})
+    raise InputError(path, "line 1", "a page needs a '# Title' heading")
+
+
+def load_page(path: Path, slug: str, md: MarkdownIt) -> ContentPage:
+    """Read and render one page file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, None, f"cannot read as UTF-8 text: {exc}") from None
+    title, html = render_page(path, text, md)
+    return ContentPage(slug=slug, title=title, html=html, source=path)
+
+
+def load_pages(folder: Path) -> list[ContentPage]:
+    """Every page in folder ('_'-prefixed files skipped), ordered by leading number, then name; all errors at once."""
+    md = markdown()
+    errors: list[InputError] = []
+    named: list[tuple[tuple[int, str], str, Path]] = []
+    for path in folder.glob("*.md"):
+        if path.name.startswith("_"):
+            continue
+        try:
+            named.append((*sort_key_and_slug(path), path))
+        except InputError as exc:
+            errors.append(exc)
+    pages: list[ContentPage] = []
+    seen: dict[str, Path] = {}
+    for _, slug, path in sorted(named):
+        if slug in seen:
+            errors.append(InputError(path, None, f"page name {slug!r} is already used by {seen[slug]}"))
+            continue
+        seen[slug] = path
+        try:
+            pages.append(load_page(path, slug, md))
+        except InputError as exc:
+            errors.append(exc)
+    raise_if_any(errors)
+    return pages
