@@ -1,0 +1,142 @@
+/* Compare 2-4 runs chosen on the index. State lives in the URL hash (#runs=a,b),
+   and each run's data comes from runs/<id>/picker.js, a script tag that works from file://. */
+(function () {
+  "use strict";
+  var ID = /^[a-z0-9](?:[a-z0-9-]{0,118}[a-z0-9])?$/;
+  var root = document.getElementById("picker");
+  var base = root.getAttribute("data-root");
+  var loaded = {};
+
+  function el(tag, text, className) {
+    var node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = text;
+    if (className) node.className = className;
+    return node;
+  }
+
+  function chosenIds() {
+    var match = /(?:^|[#&])runs=([^&]*)/.exec(window.location.hash);
+    if (!match) return [];
+    return decodeURIComponent(match[1]).split(",").filter(function (id) { return ID.test(id); }).slice(0, 4);
+  }
+
+  window.speedMatrixRun = function (run) { loaded[run.id] = run; };
+
+  function load(ids, done) {
+    var pending = ids.length;
+    ids.forEach(function (id) {
+      var script = document.createElement("script");
+      script.src = base + "runs/" + id + "/picker.js";
+      script.onload = script.onerror = function () { pending -= 1; if (!pending) done(); };
+      document.head.appendChild(script);
+    });
+  }
+
+  function matrixTable(run) {
+    var table = el("table", null, "matrix");
+    var head = table.createTHead().insertRow();
+    head.appendChild(el("th", "Context"));
+    run.concurrencies.forEach(function (n) { head.appendChild(el("th", String(n))); });
+    var body = table.createTBody();
+    run.rows.forEach(function (row) {
+      var tr = body.insertRow();
+      tr.appendChild(el("th", row.label));
+      row.cells.forEach(function (cell) {
+        var td = el("td", null, "cell status-" + (cell.status || "none").toLowerCase().replace(/ /g, "-"));
+        [["value", "value"], ["note", "note"], ["ttft", "ttft"]].forEach(function (part) {
+          if (cell[part[0]]) td.appendChild(el("span", cell[part[0]], part[1]));
+        });
+        tr.appendChild(td);
+      });
+    });
+    return table;
+  }
+
+  function ratioTable(base, other) {
+    var contexts = Object.keys(Object.assign({}, base.contexts, other.contexts))
+      .map(function (label) { return [label, base.contexts[label] || other.contexts[label]]; })
+      .sort(function (x, y) { return x[1] - y[1]; });
+    var levels = base.concurrencies.concat(other.concurrencies)
+      .filter(function (n, i, all) { return all.indexOf(n) === i; }).sort(function (x, y) { return x - y; });
+    var table = el("table", null, "matrix ratio");
+    var head = table.createTHead().insertRow();
+    head.appendChild(el("th", "Context"));
+    levels.forEach(function (n) { head.appendChild(el("th", String(n))); });
+    var body = table.createTBody();
+    contexts.forEach(function (pair) {
+      var tr = body.insertRow();
+      tr.appendChild(el("th", pair[0]));
+      levels.forEach(function (n) {
+        var key = pair[1] + "x" + n, a = base.totals[key], b = other.totals[key];
+        var ratio = a && b !== undefined ? b / a : null;
+        var cls = ratio === null || Math.abs(ratio - 1) < 0.02 ? "" : (ratio > 1 ? "ratio-up" : "ratio-down");
+        tr.appendChild(el("td", ratio === null ? "—" : ratio.toFixed(2) + "×", cls));
+      });
+    });
+    return table;
+  }
+
+  function diffTable(runs) {
+    var labels = [];
+    var facts = runs.map(function (run) {
+      var map = {};
+      run.facts.forEach(function (pair) { map[pair[0]] = pair[1]; if (labels.indexOf(pair[0]) < 0) labels.push(pair[0]); });
+      return map;
+    });
+    var table = el("table", null, "diffs");
+    var head = table.createTHead().insertRow();
+    head.appendChild(el("th", "Field"));
+    runs.forEach(function (run) { head.appendChild(el("th", run.title)); });
+    var body = table.createTBody();
+    labels.concat(["Launch command"]).forEach(function (label) {
+      var values = runs.map(function (run, i) { return label === "Launch command" ? run.launch : (facts[i][label] || "—"); });
+      var differs = values.some(function (v) { return v !== values[0]; });
+      var tr = body.insertRow();
+      if (differs) tr.className = "differs";
+      tr.appendChild(el("th", label));
+      values.forEach(function (v) { tr.appendChild(el("td", v)); });
+    });
+    return table;
+  }
+
+  function scroll(node) { var box = el("div", null, "table-scroll"); box.appendChild(node); return box; }
+
+  function render(ids) {
+    var runs = ids.map(function (id) { return loaded[id]; }).filter(Boolean);
+    if (runs.length < 2) {
+      var missing = ids.filter(function (id) { return !loaded[id]; });
+      if (missing.length) root.appendChild(el("p", "Unknown run: " + missing.join(", "), "errors"));
+      return;
+    }
+    document.getElementById("picker-help").hidden = true;
+    var baseRun = runs[0];
+    var ratios = el("section", null, "panel");
+    ratios.appendChild(el("h2", "Ratio to " + baseRun.title));
+    runs.slice(1).forEach(function (run) {
+      ratios.appendChild(el("h3", run.title));
+      ratios.appendChild(scroll(ratioTable(baseRun, run)));
+    });
+    root.appendChild(ratios);
+    var grid = el("div", null, "side-by-side");
+    runs.forEach(function (run) {
+      var panel = el("section", null, "panel compared-run");
+      var heading = el("h2");
+      var link = el("a", run.title);
+      link.href = base + "runs/" + run.id + "/index.html";
+      heading.appendChild(link);
+      panel.appendChild(heading);
+      panel.appendChild(el("p", run.summary, "caption"));
+      panel.appendChild(scroll(matrixTable(run)));
+      grid.appendChild(panel);
+    });
+    root.appendChild(grid);
+    var diffs = el("section", null, "panel");
+    diffs.appendChild(el("h2", "What differs"));
+    diffs.appendChild(scroll(diffTable(runs)));
+    root.appendChild(diffs);
+  }
+
+  var ids = chosenIds();
+  if (ids.length) load(ids, function () { render(ids); });
+  window.addEventListener("hashchange", function () { window.location.reload(); });
+})();
