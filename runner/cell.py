@@ -1,0 +1,172 @@
+"""Measuring one prefill point and one sustained-decode cell, and turning traces into figures."""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+import msgspec
+
+from runner.client import Client, LoopDetected, RequestFailed, Trace
+from runner.prompts import Prompt, PromptMaker
+from runner.schema import DecodeCell, PrefillPoint
+
+QUEUED_ACTIVE_FRACTION = 0.95
+
+
+class Figures(msgspec.Struct, kw_only=True):
+    """A decode window's figures, as DESIGN.md defines them."""
+
+    total_tok_s: float
+    per_request_tok_s: float | None
+    ttft_ms: float | None
+    tbt_ms: float | None
+    avg_active: float
+    completed: int
+    output_tokens: int
+    measured_s: float
+
+
+def decode_figures(traces: Sequence[Trace], start: float, end: float) -> Figures:
+    """Figures of the window [start, end] from every request streamed in it."""
+    window = end - start
+    tokens = completed = 0
+    active = 0.0
+    rates, gaps, ttfts = [], [], []
+    for trace in traces:
+        seen = bisect.bisect_right(trace.times, end)
+        if not seen:
+            continue
+        count = sum(trace.counts[:seen])
+        first, last = trace.times[0], trace.times[seen - 1]
+        tokens += count
+        ttfts.append(first - trace.start)
+        if count > 1 and last > first:
+            rates.append((count - 1) / (last - first))
+            gaps.append((last - first) / (count - 1))
+        done = trace.finished and trace.end is not None and trace.end <= end
+        completed += done
+        active += max(0.0, (trace.end if done else end) - max(first, start))
+    return Figures(
+        total_tok_s=tokens / window,
+        per_request_tok_s=statistics.median(rates) if rates else None,
+        ttft_ms=statistics.median(ttfts) * 1000 if ttfts else None,
+        tbt_ms=statistics.median(gaps) * 1000 if gaps else None,
+        avg_active=active / window,
+        completed=completed,
+        output_tokens=tokens,
+        measured_s=window,
+    )
+
+
+def queued(samples: Sequence[float], avg_active: float, concurrency: int) -> bool:
+    """Did requests wait in the server's queue during the window?
+
+    With a queue gauge: it was above zero in at least two samples and a tenth of them; a
+    single blip is the scheduler admitting a replacement request, not a queue. Without
+    one: average active requests stayed under 95 % of those sent.
+    """
+    if samples:
+        waiting = sum(1 for s in samples if s > 0)
+        return waiting >= max(2, math.ceil(0.1 * len(samples)))
+    return avg_active < QUEUED_ACTIVE_FRACTION * concurrency
+
+
+class CellRunner:
+    """Everything measuring needs: the client, the prompt maker and the run's settings."""
+
+    def __init__(self, client: Client, maker: PromptMaker, model: str, max_output: int,
+                 ignore_eos: bool, queue_probe: Callable | None) -> None:
+        """Measure `model` through `client`; `queue_probe` is an async () -> waiting count or None."""
+        self.client = client
+        self.maker = maker
+        self.model = model
+        self.max_output = max_output
+        self.ignore_eos = ignore_eos
+        self.queue_probe = queue_probe
+        self.live_tokens = 0
+
+    async def one_token(self, prompt: Prompt) -> Trace:
+        """Send `prompt` for one output token; the trace times its prefill."""
+        trace = await self.client.stream(self.maker.body(prompt.prompt, 1, self.ignore_eos), Trace(), self.model)
+        if trace.first_token_at is None:
+            raise RequestFailed("the server finished the request without sending a token")
+        return trace
+
+    async def prefill(self, context: int, prompt: Prompt) -> PrefillPoint:
+        """One cold request: prompt tok/s = prompt tokens / TTFT."""
+        try:
+            trace = await self.one_token(prompt)
+        except RequestFailed as exc:
+            return PrefillPoint(context_tokens=context, status="Failed", error=str(exc), prompt_tokens=prompt.tokens)
+        ttft = trace.first_token_at - trace.start
+        tokens = trace.prompt_tokens or prompt.tokens
+        return PrefillPoint(context_tokens=context, status="Valid", prompt_tok_s=tokens / ttft,
+                            ttft_ms=ttft * 1000, prompt_tokens=tokens)
+
+    async def warm(self, prompts: Sequence[Prompt]) -> None:
+        """Prefill every prompt once so the window measures decode, not prefill."""
+        await asyncio.gather(*(self.one_token(p) for p in prompts))
+
+    async def decode(self, context: int, prompts: Sequence[Prompt], duration: float) -> DecodeCell:
+        """Warm the prompts, then hold len(prompts) streams for `duration` seconds."""
+        concurrency = len(prompts)
+        base = {"context_tokens": context, "concurrency": concurrency, "prompt_tokens": prompts[0].tokens}
+        try:
+            await self.warm(prompts)
+        except RequestFailed as exc:
+            return DecodeCell(**base, status="Failed", error=f"warm-up: {exc}")
+        traces: list[Trace] = []
+        samples: list[float] = []
+        outcome: list[BaseException] = []
+        stop = asyncio.Event()
+
+        async def hold(prompt: Prompt) -> None:
+            body = self.maker.body(prompt.prompt, self.max_output, self.ignore_eos)
+            while not stop.is_set():
+                trace = Trace(detect_loops=True)
+                traces.append(trace)
+                try:
+                    await self.client.stream(body, trace, self.model)
+                except (RequestFailed, LoopDetected) as exc:
+                    outcome.append(exc)
+                    stop.set()
+
+        async def sample_queue() -> None:
+            interval = min(0.5, duration / 10)
+            while True:
+                waiting = await self.queue_probe()
+                if waiting is not None:
+                    samples.append(waiting)
+                await asyncio.sleep(interval)
+
+        async def count_live() -> None:
+            while True:
+                self.live_tokens = sum(t.tokens for t in traces)
+                await asyncio.sleep(0.25)
+
+        start = time.perf_counter()
+        tasks = [asyncio.create_task(hold(p)) for p in prompts] + [asyncio.create_task(count_live())]
+        if self.queue_probe is not None:
+            tasks.append(asyncio.create_task(sample_queue()))
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=duration)
+        except TimeoutError:
+            pass
+        end = time.perf_counter()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.live_tokens = 0
+
+        if outcome and isinstance(outcome[0], LoopDetected):
+            return DecodeCell(**base, status="Looped", completed=0, output_tokens=0)
+        if outcome:
+            return DecodeCell(**base, status="Failed", error=str(outcome[0]))
+        figures = decode_figures(traces, start, end)
+        status = "Requests queued" if queued(samples, figures.avg_active, concurrency) else "Valid"
+        return DecodeCell(**base, status=status, **msgspec.structs.asdict(figures))

@@ -1,0 +1,213 @@
+"""The HTTP side of the runner: an httpx async client, SSE stream parsing and token counting.
+
+Tokens are counted from the server's usage where it sends it (vLLM's
+continuous_usage_stats gives a running completion_tokens in every chunk, so speculative
+decoding's several tokens per chunk count right); a server that reports usage only at the
+end has each text chunk counted as one token and the difference settled by that report.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import msgspec
+
+from runner.loops import LoopDetector
+
+
+class RequestFailed(Exception):
+    """A request could not be completed; str() is a one-line reason fit for a bundle."""
+
+
+class LoopDetected(Exception):
+    """A stream's text became an exact repetition (see runner.loops)."""
+
+
+class _Usage(msgspec.Struct):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class _Choice(msgspec.Struct):
+    text: str | None = None
+    finish_reason: str | None = None
+
+
+class _Chunk(msgspec.Struct):
+    model: str | None = None
+    choices: list[_Choice] = []
+    usage: _Usage | None = None
+    error: Any = None
+
+
+_chunk_decoder = msgspec.json.Decoder(_Chunk)
+_encoder = msgspec.json.Encoder()
+
+
+class Trace:
+    """One streamed request: when it started, when each batch of tokens arrived, how it ended."""
+
+    __slots__ = ("start", "times", "counts", "tokens", "prompt_tokens", "finished", "end", "loops")
+
+    def __init__(self, detect_loops: bool = False) -> None:
+        """A request about to be sent; with `detect_loops` its text is checked for loops."""
+        self.start = time.perf_counter()
+        self.times: list[float] = []
+        self.counts: list[int] = []
+        self.tokens = 0
+        self.prompt_tokens: int | None = None
+        self.finished = False
+        self.end: float | None = None
+        self.loops = LoopDetector() if detect_loops else None
+
+    @property
+    def first_token_at(self) -> float | None:
+        """When the first token arrived, or None if none has."""
+        return self.times[0] if self.times else None
+
+
+def server_root(base_url: str) -> str:
+    """The server's root URL: the base URL without its trailing /v1 path."""
+    parts = urlsplit(base_url.rstrip("/"))
+    path = parts.path[: -len("/v1")] if parts.path.endswith("/v1") else parts.path
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def _excerpt(data: bytes, limit: int = 200) -> str:
+    """A short single-line excerpt of a server answer for an error message."""
+    text = data.decode("utf-8", "replace").replace("\n", " ").strip()
+    return text[:limit] + ("…" if len(text) > limit else "")
+
+
+class Client:
+    """Talks to one OpenAI-compatible server; every error surfaces as RequestFailed."""
+
+    def __init__(self, base_url: str, api_key: str | None, stall_timeout: float = 60.0) -> None:
+        """Open a connection pool for `base_url`; `stall_timeout` bounds silence mid-stream."""
+        self.base_url = base_url.rstrip("/")
+        self.root = server_root(self.base_url)
+        self.stall_timeout = stall_timeout
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.http = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(connect=10.0, read=stall_timeout, write=60.0, pool=None),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=512),
+        )
+
+    async def aclose(self) -> None:
+        """Close every connection."""
+        await self.http.aclose()
+
+    def _url(self, path: str, root: bool) -> str:
+        return (self.root if root else self.base_url) + path
+
+    async def get(self, path: str, root: bool = False, timeout: float = 10.0) -> httpx.Response:
+        """GET a path under the base URL (or the server root); raises RequestFailed."""
+        try:
+            return await self.http.get(self._url(path, root), timeout=timeout)
+        except httpx.HTTPError as exc:
+            raise RequestFailed(self._describe(exc, path)) from None
+
+    async def get_json(self, path: str, root: bool = False) -> Any | None:
+        """GET JSON, or None when the path is missing, fails or is not JSON."""
+        try:
+            response = await self.get(path, root)
+            return response.json() if response.status_code == 200 else None
+        except (RequestFailed, ValueError):
+            return None
+
+    async def post_json(self, path: str, body: dict, root: bool = False) -> Any:
+        """POST JSON and return the decoded answer; raises RequestFailed on any failure."""
+        try:
+            response = await self.http.post(self._url(path, root), content=_encoder.encode(body),
+                                            headers={"Content-Type": "application/json"})
+        except httpx.HTTPError as exc:
+            raise RequestFailed(self._describe(exc, path)) from None
+        if response.status_code != 200:
+            raise RequestFailed(f"HTTP {response.status_code} from {path}: {_excerpt(response.content)}")
+        try:
+            return response.json()
+        except ValueError:
+            raise RequestFailed(f"{path} answered with something that is not JSON: {_excerpt(response.content)}") from None
+
+    async def stream(self, body: dict, trace: Trace, expect_model: str | None = None) -> Trace:
+        """Stream one /completions request into `trace` until it finishes or fails."""
+        payload = _encoder.encode(body)
+        trace.start = time.perf_counter()
+        try:
+            async with self.http.stream("POST", self.base_url + "/completions", content=payload,
+                                        headers={"Content-Type": "application/json"}) as response:
+                if response.status_code != 200:
+                    raise RequestFailed(f"HTTP {response.status_code} from /completions: {_excerpt(await response.aread())}")
+                await self._read_events(response, trace, expect_model)
+        except httpx.HTTPError as exc:
+            raise RequestFailed(self._describe(exc, "/completions")) from None
+        if not trace.finished:
+            raise RequestFailed("the server closed the stream before the request finished")
+        return trace
+
+    async def _read_events(self, response: httpx.Response, trace: Trace, expect_model: str | None) -> None:
+        """Parse SSE `data:` lines as they arrive; every chunk of one read shares its arrival time."""
+        pending = b""
+        async for data in response.aiter_bytes():
+            now = time.perf_counter()
+            pending += data
+            if b"\n" not in data:
+                continue
+            lines = pending.split(b"\n")
+            pending = lines.pop()
+            for line in lines:
+                if not line.startswith(b"data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == b"[DONE]":
+                    trace.finished = True
+                    trace.end = trace.end or now
+                    return
+                try:
+                    chunk = _chunk_decoder.decode(payload)
+                except msgspec.DecodeError:
+                    raise RequestFailed(f"malformed SSE data from the server: {_excerpt(payload, 80)}") from None
+                self._take(chunk, trace, now, expect_model)
+
+    @staticmethod
+    def _take(chunk: _Chunk, trace: Trace, now: float, expect_model: str | None) -> None:
+        """Account one decoded chunk: tokens, finish, model check, loop check."""
+        if chunk.error is not None:
+            message = chunk.error.get("message", chunk.error) if isinstance(chunk.error, dict) else chunk.error
+            raise RequestFailed(f"the server reported an error mid-stream: {str(message)[:200]}")
+        if expect_model and chunk.model and chunk.model != expect_model:
+            raise RequestFailed(f"the server answered as model {chunk.model!r}, not {expect_model!r}")
+        choice = chunk.choices[0] if chunk.choices else None
+        usage = chunk.usage
+        if usage is not None and usage.completion_tokens is not None:
+            new = usage.completion_tokens - trace.tokens
+        else:
+            new = 1 if choice is not None and choice.text else 0
+        if usage is not None and usage.prompt_tokens is not None:
+            trace.prompt_tokens = usage.prompt_tokens
+        if new > 0:
+            trace.times.append(now)
+            trace.counts.append(new)
+            trace.tokens += new
+        if choice is not None:
+            if choice.finish_reason:
+                trace.finished = True
+                trace.end = now
+            if trace.loops is not None and choice.text and trace.loops.feed(choice.text):
+                raise LoopDetected()
+
+    def _describe(self, exc: httpx.HTTPError, path: str) -> str:
+        """One line saying what went wrong with the connection, without headers or secrets."""
+        if isinstance(exc, httpx.ReadTimeout):
+            return f"no data from the server for {self.stall_timeout:g} s ({path})"
+        if isinstance(exc, httpx.TimeoutException):
+            return f"timed out talking to the server ({path}): {type(exc).__name__}"
+        if isinstance(exc, httpx.ConnectError):
+            return f"cannot connect to {self.root} ({path}): {exc}"
+        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+            return f"connection lost mid-request ({path}): {exc or type(exc).__name__}"
+        return f"{type(exc).__name__} talking to the server ({path}): {exc}"

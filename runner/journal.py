@@ -1,0 +1,143 @@
+"""The run journal (JSON lines, fsync'd per cell) and atomic bundle writes: nothing finished is lost.
+
+Line one is the header (the bundle's metadata and the planned matrix); every further line
+is one finished prefill point or decode cell. A crash can at worst cut the last line short,
+which `load` ignores.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import msgspec
+
+from runner.plan import PlanSpec
+from runner.schema import Bundle, DecodeCell, PrefillPoint, encode_bundle
+
+
+class JournalError(Exception):
+    """The journal cannot be used; str() is one line for the user."""
+
+
+class Header(msgspec.Struct, tag="header", tag_field="kind", kw_only=True):
+    """The run's metadata (a bundle without measurements) and its planned matrix."""
+
+    bundle: Bundle
+    plan: PlanSpec
+
+
+class PrefillLine(msgspec.Struct, tag="prefill", tag_field="kind"):
+    """One finished prefill point."""
+
+    point: PrefillPoint
+
+
+class DecodeLine(msgspec.Struct, tag="decode", tag_field="kind"):
+    """One finished decode cell."""
+
+    cell: DecodeCell
+
+
+Line = Header | PrefillLine | DecodeLine
+_decoder = msgspec.json.Decoder(Line)
+_encoder = msgspec.json.Encoder()
+
+
+def journal_path(out: Path) -> Path:
+    """Where the journal of the bundle at `out` lives: beside it."""
+    return out.with_name(out.name.removesuffix(".json") + ".journal.jsonl")
+
+
+class Journal:
+    """Append-only record of one run; `points` and `cells` hold what it has so far."""
+
+    def __init__(self, path: Path, header: Header) -> None:
+        """Use `path` for a run described by `header` (call `create` or `load`)."""
+        self.path = path
+        self.header = header
+        self.points: dict[int, PrefillPoint] = {}
+        self.cells: dict[tuple[int, int], DecodeCell] = {}
+
+    @classmethod
+    def create(cls, path: Path, header: Header) -> Journal:
+        """Start a new journal at `path`, refusing to overwrite one."""
+        if path.exists():
+            raise JournalError(f"{path} already exists: add --resume to continue that run, or choose another --out")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        journal = cls(path, header)
+        journal._append(header)
+        return journal
+
+    @classmethod
+    def load(cls, path: Path) -> Journal:
+        """Read a journal back; a torn final line (crash mid-write) is dropped."""
+        try:
+            lines = path.read_bytes().splitlines()
+        except OSError as exc:
+            raise JournalError(f"cannot read journal {path}: {exc.strerror}") from None
+        entries = []
+        for number, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            try:
+                entries.append(_decoder.decode(raw))
+            except msgspec.DecodeError as exc:
+                if number == len(lines):
+                    break
+                raise JournalError(f"{path}, line {number}: {exc}") from None
+        if not entries or not isinstance(entries[0], Header):
+            raise JournalError(f"{path} does not start with a run header")
+        journal = cls(path, entries[0])
+        for entry in entries[1:]:
+            journal._remember(entry)
+        if lines and not path.read_bytes().endswith(b"\n"):
+            with path.open("ab") as handle:
+                handle.write(b"\n")
+        return journal
+
+    def record(self, item: PrefillPoint | DecodeCell) -> None:
+        """Append a finished point or cell and make it durable before returning."""
+        entry = PrefillLine(item) if isinstance(item, PrefillPoint) else DecodeLine(item)
+        self._append(entry)
+        self._remember(entry)
+
+    def finished(self, item: PrefillPoint | DecodeCell | None) -> bool:
+        """True if `item` needs no measuring again: present and not Failed."""
+        return item is not None and item.status != "Failed"
+
+    def bundle(self) -> Bundle:
+        """The bundle as of now: the header plus every point and cell, in matrix order."""
+        return msgspec.structs.replace(
+            self.header.bundle,
+            prefill=[self.points[c] for c in sorted(self.points)],
+            decode=[self.cells[k] for k in sorted(self.cells)],
+        )
+
+    def _remember(self, entry: Line) -> None:
+        if isinstance(entry, PrefillLine):
+            self.points[entry.point.context_tokens] = entry.point
+        elif isinstance(entry, DecodeLine):
+            self.cells[(entry.cell.context_tokens, entry.cell.concurrency)] = entry.cell
+
+    def _append(self, entry: Line) -> None:
+        with self.path.open("ab") as handle:
+            handle.write(_encoder.encode(entry) + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that readers see the old or the new file, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with temporary.open("wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def write_bundle(path: Path, bundle: Bundle) -> None:
+    """Write `bundle` to `path` atomically."""
+    write_atomically(path, encode_bundle(bundle))

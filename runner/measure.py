@@ -1,0 +1,193 @@
+"""The driver of `runner measure`: probe, plan, then measure every cell into journal and bundle."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import secrets
+import time
+from pathlib import Path
+
+from runner.cell import CellRunner
+from runner.client import Client
+from runner.hardware import detect_gpus
+from runner.journal import Header, Journal, JournalError, journal_path, write_bundle
+from runner.metadata import build_header, is_local
+from runner.options import Options, OptionError
+from runner.plan import PlanSpec, decode_cells, default_contexts, default_prefill_contexts, over_capacity
+from runner.probe import ServerError, ServerFacts, probe_server, queue_length, wait_ready
+from runner.progress import Progress
+from runner.prompts import PromptMaker
+from runner.redact import redact
+from runner.schema import Bundle, DecodeCell, PrefillPoint
+
+DEFAULT_RUNS_DIR = Path("content/runs")
+
+
+class MeasureError(Exception):
+    """The run stopped cleanly; str() is one line for the user."""
+
+
+def plan_for(options: Options, facts: ServerFacts) -> PlanSpec:
+    """The matrix to measure: the user's lists, or defaults from the server's max length."""
+    max_len = facts.max_model_len
+    if options.contexts is None and max_len is None:
+        raise MeasureError("the server does not report its max model length; pass --contexts")
+    contexts = options.contexts or default_contexts(max_len, options.max_output)
+    prefill = options.prefill_contexts or default_prefill_contexts(contexts, max_len)
+    return PlanSpec(contexts=contexts, prefill_contexts=prefill, concurrency=list(options.concurrency),
+                    duration=options.duration, max_output=options.max_output,
+                    kv_capacity=facts.kv_capacity, max_model_len=max_len)
+
+
+def label(tokens: int) -> str:
+    """A context label as the pages write it: tokens / 1024 with a K."""
+    return f"{round(tokens / 1024)}K" if tokens >= 1024 else str(tokens)
+
+
+def _summary(item: PrefillPoint | DecodeCell) -> str:
+    """One line for the log about a finished item."""
+    if item.status == "Failed":
+        return f"Failed: {item.error}"
+    if isinstance(item, PrefillPoint):
+        return f"{item.prompt_tok_s:,.1f} prompt tok/s, {item.ttft_ms:,.0f} ms TTFT"
+    if item.total_tok_s is None:
+        return item.status
+    return f"{item.status}: {item.total_tok_s:,.1f} tok/s, {item.ttft_ms or 0:,.0f} ms TTFT"
+
+
+def _find_journal(options: Options) -> Path:
+    """The journal --resume continues: beside --out, else the newest under content/runs."""
+    if options.out:
+        return journal_path(options.out)
+    journals = sorted(DEFAULT_RUNS_DIR.glob("*.journal.jsonl"), key=lambda p: p.stat().st_mtime)
+    if not journals:
+        raise MeasureError(f"nothing to resume: no journal in {DEFAULT_RUNS_DIR}/ (pass --out of the run to resume)")
+    return journals[-1]
+
+
+class Measurement:
+    """One run of the matrix against one server, journaled as it goes."""
+
+    def __init__(self, options: Options, client: Client, facts: ServerFacts, journal: Journal,
+                 out: Path, progress: Progress, api_key: str | None) -> None:
+        """Measure the journal's plan on the server behind `client`, writing the bundle to `out`."""
+        self.options = options
+        self.client = client
+        self.facts = facts
+        self.journal = journal
+        self.plan = journal.header.plan
+        self.out = out
+        self.progress = progress
+        self.secrets = [api_key] if api_key else []
+        self.maker = PromptMaker(client, facts.model, facts.engine, secrets.token_hex(4))
+        self.cells = CellRunner(client, self.maker, facts.model, self.plan.max_output, facts.ignore_eos,
+                                (lambda: queue_length(client)) if facts.queue_gauge else None)
+        self.window_overhead: list[float] = []
+
+    def items(self) -> list[tuple[int, int | None]]:
+        """Every matrix item in measuring order; (C, None) is the prefill point at C."""
+        plan = self.plan
+        rows = [[(c, None)] * (c in plan.prefill_contexts) + [(c, n) for n in plan.concurrency] for c in plan.contexts]
+        extra = [(c, None) for c in plan.prefill_contexts if c not in plan.contexts]
+        return [item for row in rows for item in row] + extra
+
+    def _existing(self, context: int, concurrency: int | None) -> PrefillPoint | DecodeCell | None:
+        if concurrency is None:
+            return self.journal.points.get(context)
+        return self.journal.cells.get((context, concurrency))
+
+    def _eta(self, remaining: list[tuple[int, int | None]]) -> float:
+        """Seconds left: each decode cell to run costs its window plus the overhead seen so far."""
+        overhead = sum(self.window_overhead) / len(self.window_overhead) if self.window_overhead else 2.0
+        cells = sum(1 for c, n in remaining if n is not None
+                    and not over_capacity(c, n, self.plan.max_output, self.plan.kv_capacity))
+        return cells * (self.plan.duration + overhead)
+
+    async def run(self) -> Bundle:
+        """Measure every unfinished item; the bundle on disk is complete after each one."""
+        mode = await self.maker.setup()
+        self.progress.note(f"prompts: {mode} mode; journal: {self.journal.path}; bundle: {self.out}")
+        write_bundle(self.out, self.journal.bundle())
+        items = self.items()
+        for index, (context, concurrency) in enumerate(items):
+            if self.journal.finished(self._existing(context, concurrency)):
+                continue
+            name = f"prefill {label(context)}" if concurrency is None else f"decode {label(context)} × {concurrency}"
+            done = sum(1 for c, n in items if self.journal.finished(self._existing(c, n)))
+            self.progress.start(name, done, self._eta(items[index:]))
+            item = await self._measure(context, concurrency)
+            if item.error:
+                item.error = redact(item.error, self.secrets)
+            self.journal.record(item)
+            write_bundle(self.out, self.journal.bundle())
+            self.progress.finish(_summary(item))
+            if item.status == "Failed":
+                await self._check_alive(item.error)
+        return self.journal.bundle()
+
+    async def _measure(self, context: int, concurrency: int | None) -> PrefillPoint | DecodeCell:
+        plan = self.plan
+        if concurrency is None:
+            if plan.kv_capacity is not None and context > plan.kv_capacity:
+                return PrefillPoint(context_tokens=context, status="Over capacity")
+            length = min(context, plan.max_model_len - 1) if plan.max_model_len else context
+            return await self.cells.prefill(context, await self.maker.make(length, 0))
+        if over_capacity(context, concurrency, plan.max_output, plan.kv_capacity):
+            return DecodeCell(context_tokens=context, concurrency=concurrency, status="Over capacity")
+        prompts = [await self.maker.make(context, slot) for slot in range(concurrency)]
+        began = time.monotonic()
+        ticker = asyncio.create_task(self._tick())
+        try:
+            cell = await self.cells.decode(context, prompts, plan.duration)
+        finally:
+            ticker.cancel()
+        if cell.measured_s:
+            self.window_overhead.append(time.monotonic() - began - cell.measured_s)
+        return cell
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            self.progress.live(self.cells.live_tokens)
+
+    async def _check_alive(self, reason: str | None) -> None:
+        """After a failed item, stop cleanly if the server no longer answers at all."""
+        try:
+            await wait_ready(self.client, min(10.0, self.options.ready_timeout))
+        except ServerError:
+            kept = sum(1 for c, n in self.items() if self.journal.finished(self._existing(c, n)))
+            raise MeasureError(
+                f"the server at {self.client.base_url} stopped answering ({reason}); {kept} finished "
+                f"cells are kept in {self.journal.path}; rerun with --resume to finish the matrix") from None
+
+
+async def measure(options: Options, simulated: bool = False, progress: Progress | None = None) -> Path:
+    """Run `runner measure`: returns the path of the finished bundle."""
+    api_key = os.environ.get(options.api_key_env) or None
+    client = Client(options.base_url, api_key, options.stall_timeout)
+    try:
+        facts = await probe_server(client, options.model, options.ready_timeout, options.kv_capacity)
+        if options.resume:
+            path = _find_journal(options)
+            journal = Journal.load(path)
+            served = journal.header.bundle.run.served_model
+            if served and served != facts.model:
+                raise MeasureError(f"{path} measured model {served!r}, but the server serves {facts.model!r}")
+            out = options.out or path.with_name(path.name.removesuffix(".journal.jsonl") + ".json")
+        else:
+            plan = plan_for(options, facts)
+            started = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+            gpus = detect_gpus() if is_local(options.base_url) else None
+            header = build_header(options, facts, gpus, api_key, started, simulated)
+            out = options.out or DEFAULT_RUNS_DIR / f"{header.id}.json"
+            journal = Journal.create(journal_path(out), Header(bundle=header, plan=plan))
+        items = Measurement(options, client, facts, journal, out, progress or Progress(0), api_key)
+        items.progress.total = len(items.items())
+        await items.run()
+        return out
+    except (ServerError, JournalError, OptionError) as exc:
+        raise MeasureError(redact(str(exc), [api_key] if api_key else [])) from None
+    finally:
+        await client.aclose()

@@ -1,0 +1,64 @@
+"""Prometheus text parsing and the engine gauges the runner reads from /metrics."""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+# Waiting-queue gauges by engine; the first one present in a scrape is used.
+QUEUE_GAUGES = (
+    "vllm:num_requests_waiting",
+    "sglang:num_queue_reqs",
+    "llamacpp:requests_deferred",
+    "tgi_queue_size",
+)
+
+_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+class Sample(msgspec.Struct, frozen=True):
+    """One sample line: metric name, its labels and its value."""
+
+    name: str
+    labels: dict[str, str]
+    value: float
+
+
+def parse_prometheus(text: str) -> list[Sample]:
+    """Parse Prometheus exposition text into samples, skipping comments and junk."""
+    samples = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = _LINE.match(line)
+        if not match:
+            continue
+        name, labels, value = match.groups()
+        try:
+            number = float(value)
+        except ValueError:
+            continue
+        samples.append(Sample(name, dict(_LABEL.findall(labels or "")), number))
+    return samples
+
+
+def queue_length(samples: list[Sample]) -> float | None:
+    """Requests waiting in the engine's queue (summed over label sets), or None if no gauge."""
+    for gauge in QUEUE_GAUGES:
+        values = [s.value for s in samples if s.name == gauge]
+        if values:
+            return sum(values)
+    return None
+
+
+def kv_capacity_tokens(samples: list[Sample]) -> int | None:
+    """KV cache size in tokens from vLLM's cache_config_info (blocks × block size)."""
+    for sample in samples:
+        if sample.name == "vllm:cache_config_info":
+            try:
+                return int(sample.labels["num_gpu_blocks"]) * int(sample.labels["block_size"])
+            except (KeyError, ValueError):
+                return None
+    return None

@@ -1,0 +1,91 @@
+"""Typed options of `runner measure` and `runner probe`, and parsing of token counts."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import msgspec
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128)
+
+_TOKENS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
+
+
+class OptionError(ValueError):
+    """A user-supplied option is malformed; the message is one line for the terminal."""
+
+
+class Metadata(msgspec.Struct, kw_only=True):
+    """Overrides for every metadata field the run page shows; None = detect or leave empty."""
+
+    id: str | None = None
+    model: str | None = None
+    submitter: str | None = None
+    origin: str | None = None
+    hardware_type: str | None = None
+    gpu: str | None = None
+    gpu_count: int | None = None
+    vram_per_gpu_gb: float | None = None
+    os: str | None = None
+    engine_name: str | None = None
+    engine_version: str | None = None
+    quantization: str | None = None
+    backend: str | None = None
+    repository: str | None = None
+    build: str | None = None
+    commit: str | None = None
+    served_model: str | None = None
+    revision: str | None = None
+
+
+class Options(msgspec.Struct, kw_only=True):
+    """Everything one measurement run needs to know from the user."""
+
+    base_url: str = DEFAULT_BASE_URL
+    model: str | None = None
+    contexts: list[int] | None = None
+    prefill_contexts: list[int] | None = None
+    concurrency: list[int] = msgspec.field(default_factory=lambda: list(DEFAULT_CONCURRENCY))
+    duration: float = 30.0
+    max_output: int = 4096
+    kv_capacity: int | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    launch_command: str | None = None
+    out: Path | None = None
+    resume: bool = False
+    stall_timeout: float = 60.0
+    ready_timeout: float = 60.0
+    metadata: Metadata = msgspec.field(default_factory=Metadata)
+
+
+def parse_tokens(text: str) -> int:
+    """Parse a token count: "8K" = 8192, "1M" = 1048576, "3000" = 3000."""
+    match = _TOKENS.match(text)
+    if not match:
+        raise OptionError(f"not a token count: {text!r} (use e.g. 8K, 16K or 3000)")
+    number, unit = float(match.group(1)), match.group(2).upper()
+    tokens = int(number * {"": 1, "K": 1024, "M": 1024 * 1024}[unit])
+    if tokens < 1:
+        raise OptionError(f"token count must be at least 1: {text!r}")
+    return tokens
+
+
+def parse_list(text: str, item=parse_tokens) -> list[int]:
+    """Parse a comma-separated list of counts, sorted and without duplicates."""
+    parts = [p for p in text.split(",") if p.strip()]
+    if not parts:
+        raise OptionError(f"empty list: {text!r}")
+    return sorted({item(p) for p in parts})
+
+
+def parse_count(text: str) -> int:
+    """Parse a positive integer such as a concurrency level."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise OptionError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise OptionError(f"must be at least 1: {text!r}")
+    return value

@@ -1,0 +1,156 @@
+"""Server facts: readiness, the served model, max length, KV capacity, engine and version.
+
+Each engine exposes these differently: vLLM (/v1/models max_model_len, /version,
+vllm:cache_config_info), SGLang (/get_server_info), llama.cpp (/props, /slots), TGI
+(/info), TensorRT-LLM (/version). Whatever answers first and makes sense wins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import msgspec
+
+from runner import metrics
+from runner.client import Client, RequestFailed
+
+
+class ServerError(Exception):
+    """The server cannot be measured (not ready, wrong model, …); str() is one line for the user."""
+
+
+class ServerFacts(msgspec.Struct, kw_only=True):
+    """What the runner learned about the server before measuring."""
+
+    base_url: str
+    model: str
+    models: list[str]
+    engine: str = "unknown"
+    version: str | None = None
+    build: str | None = None
+    max_model_len: int | None = None
+    kv_capacity: int | None = None
+    kv_source: str | None = None
+    queue_gauge: bool = False
+    slots: int | None = None
+    simulated: bool = False
+    ignore_eos: bool = True
+
+
+async def wait_ready(client: Client, timeout: float) -> list[dict]:
+    """Poll /models until the server lists at least one model; the list of model entries."""
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while True:
+        try:
+            response = await client.get("/models", timeout=5.0)
+            if response.status_code == 200:
+                data = response.json().get("data") or []
+                if data:
+                    return data
+                last = "no models listed"
+            else:
+                last = f"HTTP {response.status_code}"
+        except (RequestFailed, ValueError, AttributeError) as exc:
+            last = str(exc) or type(exc).__name__
+        if time.monotonic() >= deadline:
+            raise ServerError(f"the server at {client.base_url} did not become ready within {timeout:g} s (last: {last})")
+        await asyncio.sleep(min(1.0, max(0.05, deadline - time.monotonic())))
+
+
+def choose_model(entries: list[dict], wanted: str | None, base_url: str) -> str:
+    """The model to measure: `wanted` if served, else the server's only model."""
+    ids = [str(e.get("id")) for e in entries if e.get("id")]
+    if wanted:
+        if wanted not in ids:
+            raise ServerError(f"model {wanted!r} is not served at {base_url} (it serves: {', '.join(ids)})")
+        return wanted
+    if len(ids) != 1:
+        raise ServerError(f"the server at {base_url} serves several models ({', '.join(ids)}); choose one with --model")
+    return ids[0]
+
+
+def _int(value: Any) -> int | None:
+    """A positive int from a JSON value, or None."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None
+
+
+async def probe_server(client: Client, wanted_model: str | None, ready_timeout: float,
+                       kv_capacity: int | None = None) -> ServerFacts:
+    """Wait for the server, then gather every fact the run and the bundle need."""
+    entries = await wait_ready(client, ready_timeout)
+    model = choose_model(entries, wanted_model, client.base_url)
+    entry = next(e for e in entries if e.get("id") == model)
+    facts = ServerFacts(base_url=client.base_url, model=model, models=[str(e.get("id")) for e in entries])
+    facts.max_model_len = _int(entry.get("max_model_len"))
+    owner = str(entry.get("owned_by") or "").lower()
+
+    version, props, sglang, tgi = await asyncio.gather(
+        client.get_json("/version", root=True), client.get_json("/props", root=True),
+        client.get_json("/get_server_info", root=True), client.get_json("/info", root=True),
+    )
+    if isinstance(props, dict) and "default_generation_settings" in props:
+        _llama_cpp(facts, props, entry)
+        slots = await client.get_json("/slots", root=True)
+        if isinstance(slots, list) and slots:
+            facts.slots = len(slots)
+    elif isinstance(sglang, dict) and ("max_total_num_tokens" in sglang or owner == "sglang"):
+        facts.engine = "sglang"
+        facts.version = sglang.get("version") or (version or {}).get("version")
+        facts.max_model_len = facts.max_model_len or _int(sglang.get("context_length"))
+        facts.kv_capacity, facts.kv_source = _int(sglang.get("max_total_num_tokens")), "sglang /get_server_info"
+    elif isinstance(tgi, dict) and "model_id" in tgi:
+        facts.engine, facts.version, facts.build = "tgi", tgi.get("version"), tgi.get("sha")
+        facts.max_model_len = facts.max_model_len or _int(tgi.get("max_total_tokens"))
+        facts.kv_capacity = _int(tgi.get("max_batch_total_tokens"))
+        facts.kv_source = "tgi /info" if facts.kv_capacity else None
+        facts.ignore_eos = False
+    elif isinstance(version, dict) and version.get("version"):
+        facts.engine = owner if owner and owner not in ("system", "organization-owner") else "vllm"
+        facts.version = str(version["version"])
+        facts.simulated = bool(version.get("simulator")) or facts.version.endswith("+sim")
+    else:
+        facts.engine = owner or "unknown"
+
+    scrape = await _scrape(client)
+    if scrape:
+        facts.queue_gauge = metrics.queue_length(scrape) is not None
+        from_metrics = metrics.kv_capacity_tokens(scrape)
+        if from_metrics:
+            facts.kv_capacity, facts.kv_source = from_metrics, "vllm:cache_config_info"
+    if kv_capacity:
+        facts.kv_capacity, facts.kv_source = kv_capacity, "--kv-capacity"
+    return facts
+
+
+def _llama_cpp(facts: ServerFacts, props: dict, entry: dict) -> None:
+    """Facts from llama.cpp's /props: per-slot context is the max length, all slots the KV cache."""
+    facts.engine = "llama.cpp"
+    facts.build = props.get("build_info") or None
+    facts.version = facts.build
+    per_slot = _int((props.get("default_generation_settings") or {}).get("n_ctx"))
+    slots = _int(props.get("total_slots"))
+    facts.max_model_len = per_slot or _int((entry.get("meta") or {}).get("n_ctx_train"))
+    facts.slots = slots
+    if per_slot and slots:
+        facts.kv_capacity, facts.kv_source = per_slot * slots, "llama.cpp /props n_ctx × total_slots"
+
+
+async def _scrape(client: Client) -> list[metrics.Sample]:
+    """One scrape of /metrics, or an empty list when the server has none."""
+    try:
+        response = await client.get("/metrics", root=True)
+    except RequestFailed:
+        return []
+    return metrics.parse_prometheus(response.text) if response.status_code == 200 else []
+
+
+async def queue_length(client: Client) -> float | None:
+    """Requests waiting in the server's queue right now, or None if it does not say."""
+    return metrics.queue_length(await _scrape(client))

@@ -1,0 +1,181 @@
+"""Prompts of exactly the target length in the server's own tokens, one per request.
+
+Three ways, best first: token-id prompts (a list of ints as `prompt`, exact by
+construction), text checked with the server's /tokenize and /detokenize, and plain
+text calibrated against `usage.prompt_tokens`. Every prompt opens with its own prefix
+(run nonce, context, slot), so concurrent requests share no KV cache and a resumed run
+starts cold. The filler is seeded word salad rather than a repeated passage, which
+would invite the model to repeat it.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Literal
+
+import msgspec
+
+from runner.client import Client, RequestFailed, Trace
+
+Mode = Literal["ids", "text", "calibrated"]
+
+POOL_TOKENS = 16384
+_WORDS = (
+    "time year people way day man thing woman life child world school state family student group "
+    "country problem hand part place case week company system program question work government number "
+    "night point home water room mother area money story fact month lot right study book eye job word "
+    "business issue side kind head house service friend father power hour game line end member law car "
+    "city community name president team minute idea kid body information back parent face others level "
+    "office door health person art war history party result change morning reason research girl guy "
+    "moment air teacher force education river garden winter summer bridge engine signal market window "
+    "letter island forest valley station harbor theory method answer record energy method culture "
+    "quickly slowly quietly carefully often never always sometimes bright dark small large ancient modern "
+    "green blue red yellow warm cold early late simple complex strong gentle open closed near distant "
+    "runs builds writes reads carries finds keeps leaves brings holds turns moves lives believes "
+    "and or but because while after before under over between through during without within"
+).split()
+
+
+class Prompt(msgspec.Struct, frozen=True):
+    """What goes in the request's `prompt` field and how many server tokens it is."""
+
+    prompt: list[int] | str
+    tokens: int
+
+
+def word_salad(seed: int, words: int) -> str:
+    """Seeded, non-repeating English-looking filler text."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(words):
+        word = rng.choice(_WORDS)
+        out.append(word.capitalize() if i % 11 == 0 else word)
+        if i % 11 == 10:
+            out[-1] += "."
+    return " ".join(out)
+
+
+class PromptMaker:
+    """Builds exact-length prompts for one server and model; call `setup` once first."""
+
+    def __init__(self, client: Client, model: str, engine: str, nonce: str) -> None:
+        """Prompts for `model` on the server behind `client`; `nonce` makes this run's prompts unique."""
+        self.client = client
+        self.model = model
+        self.llama_cpp = engine == "llama.cpp"
+        self.nonce = nonce
+        self.mode: Mode = "calibrated"
+        self.pool: list[int] = []
+        self.offset = 0
+        self.chars_per_token = 4.0
+        self._cache: dict[tuple[int, int], Prompt] = {}
+
+    async def setup(self) -> Mode:
+        """Pick the best way this server allows and calibrate the tokens it adds (BOS)."""
+        try:
+            self.pool = await self.tokenize(word_salad(1, POOL_TOKENS))
+        except RequestFailed:
+            self.pool = []
+        if self.pool:
+            probe = self.pool[:16]
+            try:
+                counted = await self._count(probe)
+                self.mode, self.offset = "ids", counted - len(probe)
+                return self.mode
+            except RequestFailed:
+                pass
+            try:
+                text = await self.detokenize(probe)
+                counted = await self._count(text)
+                self.mode, self.offset = "text", counted - len(await self.tokenize(text))
+                return self.mode
+            except RequestFailed:
+                pass
+        sample = word_salad(2, 400)
+        self.chars_per_token = len(sample) / max(1, await self._count(sample))
+        self.mode = "calibrated"
+        return self.mode
+
+    async def make(self, context: int, slot: int) -> Prompt:
+        """The prompt of `context` server tokens for request slot `slot` (cached)."""
+        key = (context, slot)
+        if key not in self._cache:
+            self._cache[key] = await self._build(context, slot)
+        return self._cache[key]
+
+    async def _build(self, context: int, slot: int) -> Prompt:
+        prefix = f"Request {self.nonce}-{context}-{slot}: "
+        if self.mode == "calibrated":
+            return await self._calibrated(prefix, context, slot)
+        want = max(1, context - self.offset)
+        head = await self.tokenize(prefix)
+        ids = (head + self._filler(want - len(head), seed=context * 1009 + slot))[:want]
+        if self.mode == "ids":
+            return Prompt(prompt=ids, tokens=len(ids) + self.offset)
+        for _ in range(6):
+            text = await self.detokenize(ids)
+            counted = len(await self.tokenize(text))
+            if counted == want:
+                return Prompt(prompt=text, tokens=counted + self.offset)
+            ids = ids[: len(ids) - (counted - want)] if counted > want else ids + self._filler(want - counted, seed=len(ids))
+        raise RequestFailed(f"could not build a prompt of exactly {context} tokens through /tokenize")
+
+    def _filler(self, count: int, seed: int) -> list[int]:
+        """`count` pool tokens starting at a seeded offset, wrapping around the pool."""
+        if count <= 0:
+            return []
+        start = seed % len(self.pool)
+        repeats = (start + count) // len(self.pool) + 1
+        return (self.pool * repeats)[start : start + count]
+
+    async def _calibrated(self, prefix: str, context: int, slot: int) -> Prompt:
+        """Text sized by the measured characters per token, corrected against the server's count."""
+        words = word_salad(context * 1009 + slot, int(context * self.chars_per_token / 4) + 64)
+        chars = int(context * self.chars_per_token)
+        for _ in range(4):
+            text = prefix + words[: max(0, chars - len(prefix))]
+            counted = await self._count(text)
+            if counted == context:
+                break
+            chars = max(1, int(chars * context / counted))
+            while len(words) < chars:
+                words += " " + words
+        return Prompt(prompt=text, tokens=counted)
+
+    async def _count(self, prompt: list[int] | str) -> int:
+        """Server tokens in `prompt`, from the usage of a one-token completion."""
+        trace = await self.client.stream(self.body(prompt, max_tokens=1), Trace())
+        if trace.prompt_tokens is None:
+            raise RequestFailed("the server reports no usage.prompt_tokens; cannot size prompts exactly")
+        return trace.prompt_tokens
+
+    def body(self, prompt: list[int] | str, max_tokens: int, ignore_eos: bool = True) -> dict:
+        """A streaming /completions request body for `prompt`."""
+        body = {
+            "model": self.model, "prompt": prompt, "max_tokens": max_tokens, "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        }
+        if ignore_eos:
+            body["ignore_eos"] = True
+        return body
+
+    async def tokenize(self, text: str) -> list[int]:
+        """The server's token ids for `text`, without special tokens."""
+        if self.llama_cpp:
+            answer = await self.client.post_json("/tokenize", {"content": text, "add_special": False}, root=True)
+        else:
+            answer = await self.client.post_json(
+                "/tokenize", {"model": self.model, "prompt": text, "add_special_tokens": False}, root=True)
+        tokens = answer.get("tokens") if isinstance(answer, dict) else None
+        if not isinstance(tokens, list):
+            raise RequestFailed("/tokenize answered without a token list")
+        return [int(t) for t in tokens]
+
+    async def detokenize(self, ids: list[int]) -> str:
+        """The server's text for token `ids`."""
+        body = {"tokens": ids} if self.llama_cpp else {"model": self.model, "tokens": ids}
+        answer = await self.client.post_json("/detokenize", body, root=True)
+        text = answer.get("content", answer.get("prompt")) if isinstance(answer, dict) else None
+        if not isinstance(text, str):
+            raise RequestFailed("/detokenize answered without text")
+        return text
