@@ -1,0 +1,127 @@
+"""`sitegen serve`: build, serve the site over HTTP, and rebuild whenever content or templates change.
+
+Each build replaces the output folder by a rename, so the server looks files up by
+path on every request and always serves one whole site, old or new. A build that
+fails prints its errors and leaves the previous site being served.
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import sys
+import threading
+import traceback
+from pathlib import Path
+
+from sitegen.build import build_site
+from sitegen.errors import InputError, InputErrors
+from sitegen.render import DEFAULT_TEMPLATES
+
+POLL_SECONDS = 0.5
+Snapshot = dict[str, tuple[int, int]]
+
+
+def snapshot(folders: list[Path]) -> Snapshot:
+    """(mtime, size) of every file under folders; hidden files and editor backups (`~`) are ignored."""
+    state: Snapshot = {}
+    for folder in folders:
+        for root, dirs, files in os.walk(folder):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            for name in files:
+                if name.startswith(".") or name.endswith("~"):
+                    continue
+                path = os.path.join(root, name)
+                try:
+                    stat = os.stat(path)
+                except FileNotFoundError:
+                    continue
+                state[path] = (stat.st_mtime_ns, stat.st_size)
+    return state
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    """Static files from the output folder, never cached by the browser, without request logging."""
+
+    def end_headers(self) -> None:
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class Server:
+    """A built site served on host:port, rebuilt on change until stop()."""
+
+    def __init__(self, content: Path, out: Path, templates: Path | None = None, host: str = "127.0.0.1", port: int = 8000) -> None:
+        self.content = content
+        self.out = Path(os.path.abspath(out))
+        self.templates = templates
+        self.watched = [content, templates or DEFAULT_TEMPLATES]
+        self._stopping = threading.Event()
+        self._watcher = threading.Thread(target=self._watch, name="sitegen-watch", daemon=True)
+        directory = str(self.out)
+
+        def handler(*args: object) -> _Handler:
+            return _Handler(*args, directory=directory)
+
+        self.httpd = http.server.ThreadingHTTPServer((host, port), handler)
+        self._seen = snapshot(self.watched)
+        self.build()
+
+    @property
+    def url(self) -> str:
+        """The site's base URL, with the port actually bound (useful with port 0)."""
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}/"
+
+    def build(self) -> bool:
+        """Build once; print the report or the errors. False when the previous site stays."""
+        try:
+            report = build_site(self.content, self.out, self.templates)
+        except (InputError, InputErrors) as exc:
+            errors = exc.errors if isinstance(exc, InputErrors) else [exc]
+            for error in errors:
+                print(f"error: {error.line()}", file=sys.stderr, flush=True)
+            print("build failed; still serving the previous site", file=sys.stderr, flush=True)
+            return False
+        except Exception:
+            traceback.print_exc()
+            print("build failed; still serving the previous site", file=sys.stderr, flush=True)
+            return False
+        print(report, flush=True)
+        return True
+
+    def _watch(self) -> None:
+        """Poll the watched folders and rebuild when any file appears, disappears or changes."""
+        while not self._stopping.wait(POLL_SECONDS):
+            current = snapshot(self.watched)
+            if current != self._seen:
+                self._seen = current
+                self.build()
+
+    def serve_forever(self) -> None:
+        """Serve and watch until stop() is called from another thread (or Ctrl-C)."""
+        self._watcher.start()
+        try:
+            self.httpd.serve_forever()
+        finally:
+            self._stopping.set()
+            self._watcher.join()
+            self.httpd.server_close()
+
+    def stop(self) -> None:
+        """Stop serving and watching: serve_forever(), running in another thread, then returns."""
+        self._stopping.set()
+        self.httpd.shutdown()
+
+
+def serve(content: Path, out: Path, templates: Path | None = None, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Build, then serve out/ at http://host:port/ and rebuild on every change until Ctrl-C."""
+    server = Server(content, out, templates, host, port)
+    print(f"serving {out}/ at {server.url} — rebuilding on changes to {' and '.join(f'{folder}/' for folder in server.watched)}; Ctrl-C stops", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("stopped", flush=True)

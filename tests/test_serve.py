@@ -1,0 +1,109 @@
+"""`sitegen serve` over real HTTP: edits are rebuilt and served, a bad bundle keeps the old site."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sitegen.serve import Server, snapshot
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN_ID = "ling-3-0-flash-fp4-h200-nvl-x2-2026-09-03"
+RUN_PAGE = f"runs/{RUN_ID}/index.html"
+WAIT_SECONDS = 15.0
+
+
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    """Poll condition until true, failing after WAIT_SECONDS."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"gave up after {WAIT_SECONDS:.0f} s waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture()
+def content(tmp_path: Path) -> Path:
+    """A private copy of the committed content folder."""
+    folder = tmp_path / "content"
+    shutil.copytree(ROOT / "content", folder)
+    return folder
+
+
+@pytest.fixture()
+def server(content: Path, tmp_path: Path) -> Iterator[Server]:
+    """A running Server on a free port; stopped and joined afterwards."""
+    running = Server(content, tmp_path / "site", port=0)
+    thread = threading.Thread(target=running.serve_forever, daemon=True)
+    thread.start()
+    yield running
+    running.stop()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+
+
+def get(server: Server, path: str) -> httpx.Response:
+    return httpx.get(server.url + path, timeout=5)
+
+
+def test_serves_and_rebuilds_on_change_keeping_the_old_site_on_bad_input(
+    server: Server, content: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert server.url.startswith("http://127.0.0.1:") and not server.url.endswith(":0/")
+    first = get(server, RUN_PAGE)
+    assert first.status_code == 200
+    assert first.headers["cache-control"] == "no-store"
+    assert "Ling-3.0-flash-fp4 on H200 NVL" in first.text
+
+    bundle_path = content / "runs" / f"{RUN_ID}.json"
+    bundle = json.loads(bundle_path.read_text())
+    bundle["model"] = "Ling-3.0-flash-fp4-edited"
+    bundle_path.write_text(json.dumps(bundle))
+    wait_for(lambda: "Ling-3.0-flash-fp4-edited on H200 NVL" in get(server, RUN_PAGE).text, "the edited title to be served")
+
+    output = [capsys.readouterr().err]
+    bundle["decode"][3]["status"] = "Quick"
+    bundle["model"] = "never served"
+    bundle_path.write_text(json.dumps(bundle))
+
+    def failed() -> bool:
+        output.append(capsys.readouterr().err)
+        return "build failed" in "".join(output)
+
+    wait_for(failed, "the bad bundle's build to fail")
+    assert f"runs/{RUN_ID}.json:$.decode[3].status: Invalid enum value 'Quick'" in "".join(output)
+    kept = get(server, RUN_PAGE)
+    assert kept.status_code == 200
+    assert "Ling-3.0-flash-fp4-edited on H200 NVL" in kept.text
+    assert "never served" not in kept.text
+
+
+def test_stop_closes_the_port(content: Path, tmp_path: Path) -> None:
+    running = Server(content, tmp_path / "site", port=0)
+    thread = threading.Thread(target=running.serve_forever, daemon=True)
+    thread.start()
+    assert get(running, "").status_code == 200
+    running.stop()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    with pytest.raises(httpx.ConnectError):
+        get(running, "")
+
+
+def test_snapshot_sees_changes_but_not_hidden_files(tmp_path: Path) -> None:
+    (tmp_path / "runs").mkdir()
+    bundle = tmp_path / "runs" / "a.json"
+    bundle.write_text("{}")
+    before = snapshot([tmp_path])
+    (tmp_path / "runs" / ".a.json.swp").write_text("x")
+    (tmp_path / "runs" / "a.json~").write_text("x")
+    assert snapshot([tmp_path]) == before
+    bundle.write_text('{"changed": true}')
+    assert snapshot([tmp_path]) != before
