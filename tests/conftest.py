@@ -40,6 +40,7 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from sitegen.importers.options import ImportOptions
 
     content = tmp_path_factory.mktemp("content")
+    shutil.copytree(ROOT / "content" / "pages", content / "pages")
     written, errors = import_files(SEEDS, content / "runs", ImportOptions())
     assert not errors and len(written) == len(SEEDS)
     out = tmp_path_factory.mktemp("built") / "site"
@@ -55,7 +56,12 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="session")
 def site_server(built_site: Path) -> Iterator[str]:
     """A real HTTP server on 127.0.0.1 serving the built site; yields its base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(built_site))
+    yield from serve_folder(built_site)
+
+
+def serve_folder(folder: Path) -> Iterator[str]:
+    """Serve a folder over real HTTP on 127.0.0.1 until the generator is closed."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
