@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from runner.cell import CellRunner
-from runner.client import Client
+from runner.client import Client, RequestFailed
 from runner.hardware import detect_gpus
 from runner.journal import Header, Journal, JournalError, journal_path, write_bundle
 from runner.metadata import build_header, is_local
@@ -18,7 +18,7 @@ from runner.options import Options, OptionError
 from runner.plan import PlanSpec, decode_cells, default_contexts, default_prefill_contexts, over_capacity
 from runner.probe import ServerError, ServerFacts, probe_server, queue_length, wait_ready
 from runner.progress import Progress
-from runner.prompts import PromptMaker
+from runner.prompts import Prompt, PromptMaker
 from runner.redact import redact
 from runner.schema import Bundle, DecodeCell, PrefillPoint
 
@@ -107,7 +107,14 @@ class Measurement:
 
     async def run(self) -> Bundle:
         """Measure every unfinished item; the bundle on disk is complete after each one."""
-        mode = await self.maker.setup()
+        try:
+            await self.cells.one_token(Prompt(prompt="Hello", tokens=1))
+        except RequestFailed as exc:
+            raise MeasureError(f"the server failed a first test request: {exc}") from None
+        try:
+            mode = await self.maker.setup()
+        except RequestFailed as exc:
+            raise MeasureError(f"cannot build prompts of exact length: {exc}") from None
         self.progress.note(f"prompts: {mode} mode; journal: {self.journal.path}; bundle: {self.out}")
         write_bundle(self.out, self.journal.bundle())
         items = self.items()
