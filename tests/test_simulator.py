@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import httpx
@@ -168,18 +168,25 @@ async def _first_tokens(server: SimServer, bodies: list[dict[str, object]]) -> l
         return list(await asyncio.gather(*(one(client, b) for b in bodies)))
 
 
+async def _until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Poll `condition` until it holds; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition never held"
+        await asyncio.sleep(0.005)
+
+
 def test_requests_beyond_max_num_seqs_wait_in_queue() -> None:
     async def scenario() -> None:
         server = await start_simulator(SimConfig(max_num_seqs=2, base_step_ms=10, per_seq_ms=0))
-        body = {"prompt": [1, 2, 3], "max_tokens": 20}
+        body = {"prompt": [1, 2, 3], "max_tokens": 50}
         task = asyncio.create_task(_first_tokens(server, [body] * 4))
-        await asyncio.sleep(0.08)
-        stats = server.stats()
-        assert (stats.running, stats.waiting) == (2, 2)
+        await _until(lambda: server.stats().waiting == 2)
+        assert server.stats().running == 2
         firsts = await task
         start = min(firsts)
         late = sorted(t - start for t in firsts)[2:]
-        assert all(t > 0.15 for t in late), late
+        assert all(t > 0.3 for t in late), late
         await server.close()
 
     asyncio.run(scenario())
@@ -192,7 +199,7 @@ def test_kv_capacity_limits_admission() -> None:
         server = await start_simulator(config)
         body = {"prompt": [1] * 100, "max_tokens": 300}
         task = asyncio.create_task(_first_tokens(server, [body] * 3))
-        await asyncio.sleep(0.1)
+        await _until(lambda: server.stats().waiting + server.stats().running == 3)
         stats = server.stats()
         assert (stats.running, stats.waiting) == (2, 1)
         assert stats.kv_usage == pytest.approx(50 / 64)
@@ -267,7 +274,8 @@ def test_client_disconnect_frees_its_slot() -> None:
     with simulator(base_step_ms=10) as (server, client):
         with client.stream("POST", "/v1/completions",
                            json={"prompt": "x", "max_tokens": 1000, "stream": True}) as r:
-            next(r.iter_lines())
+            lines = r.iter_lines()  # kept: a dropped generator would close the response
+            next(lines)
             assert server.stats().running == 1
         deadline = time.monotonic() + 2
         while server.stats().running and time.monotonic() < deadline:
