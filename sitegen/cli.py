@@ -70,6 +70,19 @@ def import_command(files: tuple[Path, ...], out: Path, id_: str | None, model: s
         _fail([e.line() for e in errors])
 
 
+@main.command("serve")
+@click.option("--content", "content", type=click.Path(path_type=Path), default=Path("content"), show_default=True, help="Folder with runs/*.json bundles and pages/*.md.")
+@click.option("--out", "out", type=click.Path(path_type=Path), default=Path("site"), show_default=True, help="Output folder, rebuilt on every change.")
+@click.option("--templates", "templates", type=click.Path(path_type=Path), default=None, help="Templates folder (default: the project's templates/).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=int, default=8000, show_default=True, help="Port to listen on.")
+def serve_command(content: Path, out: Path, templates: Path | None, host: str, port: int) -> None:
+    """Build the site, serve it on localhost and rebuild when content or templates change."""
+    from sitegen.serve import serve
+
+    serve(content, out, templates, host, port)
+
+
 @main.command("schema")
 def schema_command() -> None:
     """Print the bundle's JSON Schema."""

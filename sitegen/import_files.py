@@ -9,6 +9,7 @@ from sitegen.atomic import write_atomic
 from sitegen.errors import InputError, InputErrors
 from sitegen.importers import import_file
 from sitegen.importers.options import ImportOptions
+from sitegen.loader import scrub
 
 
 def import_files(files: list[Path], out: Path, options: ImportOptions) -> tuple[list[Path], list[InputError]]:
@@ -17,7 +18,7 @@ def import_files(files: list[Path], out: Path, options: ImportOptions) -> tuple[
     errors: list[InputError] = []
     for path in files:
         try:
-            bundle = import_file(path, options)
+            bundle = scrub(import_file(path, options))
         except InputError as exc:
             errors.append(exc)
             continue

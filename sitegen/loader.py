@@ -6,6 +6,7 @@ from pathlib import Path
 
 import msgspec
 
+from runner.redact import redact
 from runner.schema import Bundle, decode_bundle
 from sitegen.errors import InputError, InputErrors
 
@@ -19,7 +20,14 @@ def decode_bundle_file(path: Path, data: bytes) -> Bundle:
     except msgspec.DecodeError as exc:
         raise InputError(path, None, f"invalid JSON: {exc}") from None
     check_bundle(bundle, path)
-    return bundle
+    return scrub(bundle)
+
+
+def scrub(bundle: Bundle) -> Bundle:
+    """Redact secrets from the launch command, so no page or download can publish one."""
+    if bundle.launch_command is None:
+        return bundle
+    return msgspec.structs.replace(bundle, launch_command=redact(bundle.launch_command))
 
 
 def load_bundle(path: Path) -> Bundle:
