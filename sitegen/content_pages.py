@@ -31,15 +31,15 @@ def markdown() -> MarkdownIt:
     return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
 
 
-def sort_key_and_slug(path: Path) -> tuple[tuple[int, str], str]:
-    """("10-about.md") -> ((10, "about"), "about"); a name without a number sorts after numbered ones."""
+def order_and_slug(path: Path) -> tuple[int, str]:
+    """"10-about.md" -> (10, "about"); a name without a number sorts after the numbered ones."""
     match = _NAME_RE.fullmatch(path.stem)
     if match is None:
         raise InputError(path, None, "page file names are lowercase letters, digits and hyphens, optionally numbered: '10-about.md'")
     number, slug = match.groups()
     if slug in RESERVED_SLUGS:
         raise InputError(path, None, f"the page name {slug!r} is taken by the site's own {slug}/ folder")
-    return (int(number) if number is not None else 1 << 62, slug), slug
+    return (int(number) if number is not None else 1 << 62), slug
 
 
 def _plain_text(inline: Token) -> str:
@@ -88,12 +88,12 @@ def load_pages(folder: Path) -> list[ContentPage]:
     """Every page in folder ('_'-prefixed files skipped), ordered by leading number, then name; all errors at once."""
     md = markdown()
     errors: list[InputError] = []
-    named: list[tuple[tuple[int, str], str, Path]] = []
+    named: list[tuple[int, str, Path]] = []
     for path in folder.glob("*.md"):
         if path.name.startswith("_"):
             continue
         try:
-            named.append((*sort_key_and_slug(path), path))
+            named.append((*order_and_slug(path), path))
         except InputError as exc:
             errors.append(exc)
     pages: list[ContentPage] = []
