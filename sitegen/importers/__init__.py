@@ -54,3 +54,11 @@ def bundle_id_from(options: ImportOptions, *parts: str | None) -> str:
     from sitegen.slug import slugify
 
     return options.id or slugify("-".join(p for p in parts if p))
+
+
+def validated(bundle: Bundle, path: Path) -> Bundle:
+    """The bundle after the same checks as one loaded from disk (slug id, ranges, unique cells)."""
+    from runner.schema import encode_bundle
+    from sitegen.loader import decode_bundle_file
+
+    return decode_bundle_file(path, encode_bundle(bundle))

@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 from typing import NoReturn
 
-from runner.schema import Bundle, DecodeCell, Engine, Hardware, PrefillPoint, RunInfo, encode_bundle
+from runner.schema import Bundle, DecodeCell, Engine, Hardware, PrefillPoint, RunInfo
 from sitegen.errors import InputError
-from sitegen.importers import bundle_id_from
+from sitegen.importers import bundle_id_from, validated
 from sitegen.importers.options import ImportOptions
 
 TOOL = "llm-inference-bench"
@@ -63,7 +63,7 @@ def convert(data: dict, path: Path, options: ImportOptions) -> Bundle:
         prefill=prefill,
         decode=decode,
     )
-    return _validated(bundle, path)
+    return validated(bundle, path)
 
 
 class _Doc:
@@ -351,10 +351,3 @@ def _count(doc: _Doc, result: dict, key: str, where: str) -> int:
     if value < 0:
         doc.fail(f"{where}.{key}", f"expected an integer >= 0, got {value}")
     return value
-
-
-def _validated(bundle: Bundle, path: Path) -> Bundle:
-    """The bundle after the same checks as one loaded from disk (slug id, ranges, unique cells)."""
-    from sitegen.loader import decode_bundle_file
-
-    return decode_bundle_file(path, encode_bundle(bundle))

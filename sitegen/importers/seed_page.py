@@ -17,7 +17,7 @@ from runner.schema import STATUSES, Bundle, DecodeCell, Engine, Hardware, Prefil
 from sitegen import formats as f
 from sitegen import runview
 from sitegen.errors import InputError, raise_if_any
-from sitegen.importers import bundle_id_from
+from sitegen.importers import bundle_id_from, validated
 from sitegen.importers.lines import Line, logical_lines
 from sitegen.importers.options import ImportOptions
 
@@ -110,7 +110,7 @@ def parse_page(text: str, path: Path, options: ImportOptions) -> Bundle:
     errors += _check_prefill(view, prefill_lines, cur)
     errors += _check_matrix(view, matrix_lines, cur)
     raise_if_any(errors)
-    return bundle
+    return validated(bundle, path)
 
 
 def _take_until(cur: _Cursor, stops: tuple[str, ...]) -> list[Line]:
