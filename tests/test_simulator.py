@@ -50,6 +50,7 @@ def chunks(events: list[tuple[float, str]]) -> list[dict]:
 
 
 def test_models_health_version_and_unknown_routes() -> None:
+    """The probe endpoints answer in vLLM's shapes; unknown paths and methods are refused."""
     with simulator(model="m1", max_model_len=4096, version="9.9") as (_, client):
         card = client.get("/v1/models").json()["data"][0]
         assert (card["id"], card["max_model_len"]) == ("m1", 4096)
@@ -60,6 +61,7 @@ def test_models_health_version_and_unknown_routes() -> None:
 
 
 def test_tokenizer_round_trip_and_lengths_differ_from_characters() -> None:
+    """Tokens are neither characters nor bytes, BOS leads text prompts, detokenize inverts tokenize."""
     text = "the theory is there, and ünïcode 日本 too"
     with simulator() as (_, client):
         tok = client.post("/tokenize", json={"model": "sim-model", "prompt": text}).json()
@@ -73,6 +75,7 @@ def test_tokenizer_round_trip_and_lengths_differ_from_characters() -> None:
 
 
 def test_non_streaming_usage_counts_prompt_exactly() -> None:
+    """usage.prompt_tokens equals /tokenize's count (text) or the ids sent; chat works too."""
     with simulator() as (_, client):
         text = "measure the prompt length in server tokens"
         count = client.post("/tokenize", json={"prompt": text}).json()["count"]
@@ -91,6 +94,7 @@ def test_non_streaming_usage_counts_prompt_exactly() -> None:
 
 
 def test_completion_stream_carries_cumulative_usage_and_done() -> None:
+    """continuous_usage_stats puts cumulative usage on every chunk, then a usage-only chunk and [DONE]."""
     with simulator() as (_, client):
         events = sse(client, "/v1/completions", {"prompt": [1] * 40, "max_tokens": 12,
                                                  "ignore_eos": True, "stream_options": USAGE})
@@ -105,6 +109,7 @@ def test_completion_stream_carries_cumulative_usage_and_done() -> None:
 
 
 def test_chat_stream_has_role_chunk_and_no_usage_unless_asked() -> None:
+    """A chat stream opens with the assistant role chunk and carries no usage unless asked."""
     with simulator() as (_, client):
         parts = chunks(sse(client, "/v1/chat/completions", {
             "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
@@ -115,6 +120,7 @@ def test_chat_stream_has_role_chunk_and_no_usage_unless_asked() -> None:
 
 
 def test_tokens_per_chunk_sends_several_tokens_per_event() -> None:
+    """Speculative-style chunks: the first token alone (prefill), then tokens_per_chunk per event."""
     with simulator(tokens_per_chunk=3) as (_, client):
         parts = chunks(sse(client, "/v1/completions", {"prompt": "x", "max_tokens": 10,
                                                        "stream_options": USAGE}))
@@ -122,6 +128,7 @@ def test_tokens_per_chunk_sends_several_tokens_per_event() -> None:
 
 
 def test_eos_stops_early_unless_ignored() -> None:
+    """eos_after_tokens ends a request with finish_reason stop, unless ignore_eos is set."""
     with simulator(eos_after_tokens=5) as (_, client):
         stop = client.post("/v1/completions", json={"prompt": "x", "max_tokens": 20}).json()
         assert (stop["usage"]["completion_tokens"], stop["choices"][0]["finish_reason"]) == (5, "stop")
@@ -131,6 +138,7 @@ def test_eos_stops_early_unless_ignored() -> None:
 
 
 def test_unknown_model_is_404_and_too_long_is_400() -> None:
+    """vLLM's refusals: unknown model 404, prompt + max_tokens over max_model_len 400."""
     with simulator(max_model_len=256) as (_, client):
         missing = client.post("/v1/completions", json={"model": "other", "prompt": "x"})
         assert missing.status_code == 404
@@ -144,6 +152,7 @@ def test_unknown_model_is_404_and_too_long_is_400() -> None:
 
 
 def test_metrics_use_vllm_names() -> None:
+    """The metrics the runner reads exist under vLLM's names and labels."""
     with simulator(kv_capacity_tokens=8192, max_model_len=4096) as (_, client):
         client.post("/v1/completions", json={"prompt": [1] * 10, "max_tokens": 3})
         text = client.get("/metrics").text
@@ -158,6 +167,7 @@ def test_metrics_use_vllm_names() -> None:
 async def _first_tokens(server: SimServer, bodies: list[dict[str, object]]) -> list[float]:
     """Run streams at once to their end; the time each one got its first chunk."""
     async def one(client: httpx.AsyncClient, body: dict[str, object]) -> float:
+        """First-chunk time of one stream read to its end."""
         arrivals: list[float] = []
         async with client.stream("POST", "/v1/completions", json={**body, "stream": True}) as r:
             async for _ in r.aiter_lines():
@@ -177,7 +187,9 @@ async def _until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
 
 
 def test_requests_beyond_max_num_seqs_wait_in_queue() -> None:
+    """Beyond max_num_seqs requests wait (gauge > 0) and start only when a slot frees."""
     async def scenario() -> None:
+        """Four streams against two slots."""
         server = await start_simulator(SimConfig(max_num_seqs=2, base_step_ms=10, per_seq_ms=0))
         body = {"prompt": [1, 2, 3], "max_tokens": 50}
         task = asyncio.create_task(_first_tokens(server, [body] * 4))
@@ -193,7 +205,9 @@ def test_requests_beyond_max_num_seqs_wait_in_queue() -> None:
 
 
 def test_kv_capacity_limits_admission() -> None:
+    """A request whose prompt + max_tokens blocks do not fit waits, though slots are free."""
     async def scenario() -> None:
+        """Three requests against a KV cache that holds two."""
         config = SimConfig(kv_capacity_tokens=1024, max_model_len=512, base_step_ms=10,
                            per_seq_ms=0)
         server = await start_simulator(config)
@@ -211,6 +225,7 @@ def test_kv_capacity_limits_admission() -> None:
 
 
 def test_prefix_cache_skips_prefill_of_seen_prompts() -> None:
+    """A repeated prompt prefills only its last block; a different first token shares nothing."""
     with simulator(prefill_tok_s=5000) as (_, client):
         prompt = [7] * 1000
         body = {"prompt": prompt, "max_tokens": 1, "stream_options": USAGE}
@@ -226,6 +241,7 @@ def test_prefix_cache_skips_prefill_of_seen_prompts() -> None:
 
 
 def test_loop_after_tokens_repeats_loop_text() -> None:
+    """After loop_after_tokens the output is an exact repetition of loop_text."""
     with simulator(loop_after_tokens=10, loop_text=" round and round") as (_, client):
         text = client.post("/v1/completions", json={"prompt": "x", "max_tokens": 80}).json()[
             "choices"][0]["text"]
@@ -237,6 +253,7 @@ def test_loop_after_tokens_repeats_loop_text() -> None:
 
 
 def test_single_stream_decode_rate_matches_step_time() -> None:
+    """A lone stream's measured tok/s is within 3 % of 1000 / step_ms."""
     config = {"base_step_ms": 8.0, "per_seq_ms": 2.0, "per_ktoken_ms": 0.0}
     with simulator(**config) as (server, client):
         events = sse(client, "/v1/completions", {"prompt": [1] * 20, "max_tokens": 120})
@@ -247,11 +264,14 @@ def test_single_stream_decode_rate_matches_step_time() -> None:
 
 
 def test_batch_total_rate_follows_step_model() -> None:
+    """Total tok/s of a batch follows batch * 1000 / step_ms."""
     async def scenario() -> None:
+        """Eight streams counted for one second."""
         config = SimConfig(base_step_ms=10, per_seq_ms=1.25, per_ktoken_ms=0)
         server = await start_simulator(config)
         async with httpx.AsyncClient(base_url=server.root_url, timeout=10) as client:
             async def count(until: float) -> int:
+                """Chunks one stream receives before `until`."""
                 body = {"prompt": [3] * 10, "max_tokens": 1000, "stream": True}
                 async with client.stream("POST", "/v1/completions", json=body) as r:
                     n = 0
@@ -271,6 +291,7 @@ def test_batch_total_rate_follows_step_model() -> None:
 
 
 def test_client_disconnect_frees_its_slot() -> None:
+    """A client hanging up aborts its request at once, freeing slot and KV blocks."""
     with simulator(base_step_ms=10) as (server, client):
         with client.stream("POST", "/v1/completions",
                            json={"prompt": "x", "max_tokens": 1000, "stream": True}) as r:
@@ -285,6 +306,7 @@ def test_client_disconnect_frees_its_slot() -> None:
 
 
 def test_error_faults_answer_with_status() -> None:
+    """error_next fails the next K requests, error_fraction a share; Faults() clears."""
     with simulator(faults=Faults(error_next=2, error_status=429)) as (server, client):
         body = {"prompt": "x", "max_tokens": 2}
         codes = [client.post("/v1/completions", json=body).status_code for _ in range(3)]
@@ -298,6 +320,7 @@ def test_error_faults_answer_with_status() -> None:
 
 
 def test_reset_fault_cuts_stream() -> None:
+    """reset_after_tokens cuts the stream with a TCP reset."""
     with simulator(faults=Faults(reset_after_tokens=5)) as (_, client):
         received = 0
         with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
@@ -309,6 +332,7 @@ def test_reset_fault_cuts_stream() -> None:
 
 
 def test_stall_fault_pauses_stream() -> None:
+    """stall_after_tokens makes the stream silent for stall_s once."""
     with simulator(faults=Faults(stall_after_tokens=3, stall_s=0.3)) as (_, client):
         times = [t for t, _ in sse(client, "/v1/completions", {"prompt": "x", "max_tokens": 6})]
         gaps = [b - a for a, b in zip(times, times[1:])]
@@ -316,6 +340,7 @@ def test_stall_fault_pauses_stream() -> None:
 
 
 def test_malformed_fault_inserts_invalid_events() -> None:
+    """malformed_every inserts an invalid JSON event before every n-th event."""
     with simulator(faults=Faults(malformed_every=2)) as (_, client):
         payloads = [p for _, p in sse(client, "/v1/completions", {"prompt": "x", "max_tokens": 6})]
         bad = [p for p in payloads if p != "[DONE]" and not _is_json(p)]
@@ -333,6 +358,7 @@ def _is_json(text: str) -> bool:
 
 @pytest.mark.parametrize("fault", [Faults(die_after_tokens=20), Faults(die_after_s=0.2)])
 def test_death_fault_drops_connections_and_port(fault: Faults) -> None:
+    """A dying server resets live streams and refuses new connections."""
     with simulator(base_step_ms=10) as (server, client):
         server.set_faults(fault)
         with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
@@ -343,6 +369,7 @@ def test_death_fault_drops_connections_and_port(fault: Faults) -> None:
 
 
 def test_never_ready_until_cleared_over_http() -> None:
+    """never_ready answers 503 until cleared; /_sim/faults merges, validates and clears faults."""
     with simulator(faults=Faults(never_ready=True)) as (server, client):
         assert client.get("/health").status_code == 503
         assert client.get("/v1/models").status_code == 503
@@ -358,6 +385,7 @@ def test_never_ready_until_cleared_over_http() -> None:
 
 
 def test_serve_prints_url_and_stops_on_interrupt() -> None:
+    """serve() prints its base URL and exits cleanly on Ctrl-C."""
     code = ("from runner.simulator import SimConfig, serve; "
             "serve(SimConfig(), '127.0.0.1', 0)")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

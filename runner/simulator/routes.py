@@ -146,6 +146,7 @@ class Routes:
         faults = StreamFaults(self.faults.faults)
 
         async def send(event: bytes) -> None:
+            """Send one SSE event, preceded by a malformed one when that fault is due."""
             malformed = faults.malformed_line()
             if malformed is not None:
                 await stream.send(malformed)

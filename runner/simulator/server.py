@@ -104,6 +104,7 @@ class SimServer:
         future: concurrent.futures.Future[R] = concurrent.futures.Future()
 
         def run() -> None:
+            """Call `fn` on the loop and hand its outcome to the waiting thread."""
             try:
                 future.set_result(fn())
             except BaseException as exc:
@@ -207,6 +208,7 @@ def serve(config: SimConfig | None = None, host: str = "127.0.0.1", port: int = 
     config = config or SimConfig()
 
     async def main() -> None:
+        """Start, announce, and run until cancelled (Ctrl-C), then close."""
         server = await start_simulator(config, host, port)
         print(f"Simulating {config.model} at {server.base_url} (Ctrl-C stops)", flush=True)
         try:
