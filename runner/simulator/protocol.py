@@ -45,9 +45,17 @@ class HttpRequest(msgspec.Struct, kw_only=True):
         return connection != "close"
 
 
+async def _line(reader: asyncio.StreamReader) -> bytes:
+    """One CRLF-terminated line; an over-long one is a 431."""
+    try:
+        return await reader.readline()
+    except ValueError:
+        raise HttpError(431, "request line or header too long") from None
+
+
 async def read_request(reader: asyncio.StreamReader) -> HttpRequest | None:
     """Read one request; None when the client closed the connection between requests."""
-    line = await reader.readline()
+    line = await _line(reader)
     if not line:
         return None
     try:
@@ -56,7 +64,7 @@ async def read_request(reader: asyncio.StreamReader) -> HttpRequest | None:
         raise HttpError(400, "malformed request line") from None
     headers: dict[str, str] = {}
     for _ in range(MAX_HEADER_LINES):
-        raw = await reader.readline()
+        raw = await _line(reader)
         if raw in (b"\r\n", b"\n", b""):
             break
         name, sep, value = raw.decode("latin-1").partition(":")
