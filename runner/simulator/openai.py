@@ -235,8 +235,7 @@ class Responder:
     def __init__(self, gen: Generation, model: str) -> None:
         """Responses for `gen`, naming `model` in every body."""
         self.gen = gen
-        self._prefix = "cmpl-" if gen.kind == "completion" else "chatcmpl-"
-        self._id = self._prefix + uuid.uuid4().hex
+        self._id = ("cmpl-" if gen.kind == "completion" else "chatcmpl-") + uuid.uuid4().hex
         self._created = int(time.time())
         self._model = model
         self._chunk_object = "text_completion" if gen.kind == "completion" else "chat.completion.chunk"
