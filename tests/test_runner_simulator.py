@@ -1,0 +1,117 @@
+"""The runner against the simulator with known timings: figures, statuses, crash and resume."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from runner.journal import journal_path
+from runner.measure import measure
+from runner.options import Options
+from runner.progress import Progress
+from runner.schema import Bundle, decode_bundle
+from runner.simulator import SimConfig, running_simulator
+
+# step = 20 + 2·batch ms, two tokens per chunk: per request 2000 / step tok/s.
+TIMED = SimConfig(max_model_len=8192, kv_capacity_tokens=32768, max_num_seqs=2, prefill_tok_s=10_000,
+                  base_step_ms=20, per_seq_ms=2, per_ktoken_ms=0, tokens_per_chunk=2)
+
+
+def measure_simulator(config: SimConfig, out: Path, **options: object) -> Bundle:
+    """Measure a fresh simulator with `options` and return the bundle written to `out`."""
+    with running_simulator(config) as server:
+        opts = Options(base_url=server.base_url, out=out, **options)
+        asyncio.run(measure(opts, progress=Progress(0, io.StringIO())))
+    return decode_bundle(out.read_bytes())
+
+
+def test_figures_and_statuses_match_the_simulator(tmp_path: Path) -> None:
+    bundle = measure_simulator(TIMED, tmp_path / "run.json", contexts=[4096], prefill_contexts=[4096, 8192],
+                               concurrency=[1, 2, 4, 8], duration=2.0, max_output=256)
+    assert bundle.origin == "runner (simulated)" and bundle.engine.name == "speed-matrix simulator"
+    cells = {c.concurrency: c for c in bundle.decode}
+    assert {n: c.status for n, c in cells.items()} == {
+        1: "Valid", 2: "Valid", 4: "Requests queued", 8: "Over capacity"}
+    for n, running in ((1, 1), (2, 2), (4, 2)):
+        cell = cells[n]
+        per_request = 2000 / (20 + 2 * running)
+        assert cell.total_tok_s == pytest.approx(running * per_request, rel=0.04)
+        assert cell.per_request_tok_s == pytest.approx(per_request, rel=0.03)
+        assert cell.tbt_ms == pytest.approx(1000 / per_request, rel=0.03)
+        assert cell.measured_s == pytest.approx(2.0, abs=0.05)
+        assert cell.output_tokens == pytest.approx(cell.total_tok_s * cell.measured_s, abs=1)
+        assert cell.prompt_tokens == 4096
+        assert cell.completed == 0 and cell.error is None
+    assert cells[1].avg_active == pytest.approx(1, rel=0.03) and cells[2].avg_active == pytest.approx(2, rel=0.03)
+    assert cells[4].avg_active == pytest.approx(2, rel=0.05)  # two of the four were always waiting
+    assert cells[8].total_tok_s is None and cells[8].output_tokens is None
+    prefill = {p.context_tokens: p for p in bundle.prefill}
+    assert [p.status for p in prefill.values()] == ["Valid", "Valid"]
+    assert prefill[8192].prompt_tokens == 8191  # one below the max length leaves room for the output token
+    for point in prefill.values():
+        assert point.prompt_tok_s == pytest.approx(10_000, rel=0.05)
+        assert point.ttft_ms == pytest.approx(point.prompt_tokens / 10, rel=0.05)
+
+
+def test_looped_streams_discard_the_cell(tmp_path: Path) -> None:
+    looping = SimConfig(max_model_len=8192, loop_after_tokens=20, base_step_ms=1, per_seq_ms=0, per_ktoken_ms=0)
+    bundle = measure_simulator(looping, tmp_path / "run.json", contexts=[1024], prefill_contexts=[1024],
+                               concurrency=[1, 2], duration=6.0, max_output=4096)
+    assert [p.status for p in bundle.prefill] == ["Valid"]
+    for cell in bundle.decode:
+        assert cell.status == "Looped"
+        assert (cell.completed, cell.output_tokens, cell.total_tok_s, cell.ttft_ms) == (0, 0, None, None)
+
+
+def _decode_lines(journal: Path) -> list[tuple[int, int]]:
+    """The (context, concurrency) of every decode line in a journal, in order."""
+    keys = []
+    for line in journal.read_bytes().splitlines():
+        entry = json.loads(line)
+        if entry["kind"] == "decode":
+            keys.append((entry["cell"]["context_tokens"], entry["cell"]["concurrency"]))
+    return keys
+
+
+def test_sigkill_mid_matrix_then_resume_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    config = tmp_path / "sim.json"
+    config.write_bytes(msgspec.json.encode(SimConfig(max_model_len=4096, base_step_ms=5, per_seq_ms=0)))
+    out = tmp_path / "run.json"
+    journal = journal_path(out)
+    command = [sys.executable, "-m", "runner", "simulate", "--sim-config", str(config), "--contexts", "1K",
+               "--prefill-contexts", "1K", "--concurrency", "1,2,3,4,5", "--duration", "1", "--max-output", "64",
+               "--out", str(out)]
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (journal.exists() and len(_decode_lines(journal)) >= 2):
+        assert first.poll() is None and time.monotonic() < deadline, first.communicate()[1]
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    before = journal.read_bytes()
+    kept = _decode_lines(journal)
+    assert 2 <= len(kept) < 5
+    assert len(decode_bundle(out.read_bytes()).decode) == len(kept)  # the bundle was valid when killed
+
+    done = subprocess.run(command + ["--resume"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert journal.read_bytes().startswith(before)
+    lines = _decode_lines(journal)
+    assert sorted(lines) == [(1024, n) for n in range(1, 6)]  # each cell measured exactly once
+    bundle = decode_bundle(out.read_bytes())
+    assert [c.status for c in bundle.decode] == ["Valid"] * 5
+    assert [p.status for p in bundle.prefill] == ["Valid"]
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q", *os.environ.get("PYTEST_ARGS", "").split()]))
