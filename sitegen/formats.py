@@ -7,17 +7,20 @@ value read from a page prints back to the same text.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 
 EMPTY = "—"
+# Enough digits to round any finite float (up to ~1.8e308) to a few places without overflowing.
+_WIDE = Context(prec=400)
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def _round(value: float, places: int) -> Decimal:
     """Round half up, as people expect ("0.05" -> "0.1"), not Python's half-even."""
-    return Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    return Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=_WIDE)
 
 
 def _trim(number: str) -> str:
@@ -34,11 +37,19 @@ def context_label(tokens: int) -> str:
     return _trim(f"{_round(tokens / 1024, 1)}") + "K"
 
 
+def parse_number(text: str) -> float:
+    """A finite number ("30", "4096.5"); ValueError for anything else, "nan" and "1e400" included."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite number: {text!r}")
+    return value
+
+
 def parse_context_label(label: str) -> int:
     """Inverse of context_label: "8K" -> 8192, "1000" -> 1000."""
     text = label.strip().replace(",", "")
     if text.upper().endswith("K"):
-        return int(round(float(text[:-1]) * 1024))
+        return int(round(parse_number(text[:-1]) * 1024))
     return int(text)
 
 
@@ -65,8 +76,8 @@ def parse_tok_s(text: str) -> float:
     """Inverse of tok_s/prefill_tok_s: "26.5K" -> 26500.0, "1,621.8" -> 1621.8."""
     clean = text.strip().replace(",", "")
     if clean.endswith("K"):
-        return float(Decimal(clean[:-1]) * 1000)
-    return float(clean)
+        return parse_number(str(Decimal(clean[:-1]) * 1000))
+    return parse_number(clean)
 
 
 def ms_whole(value: float | None) -> str:

@@ -38,6 +38,8 @@ def _import_json(path: Path, text: str, options: ImportOptions) -> Bundle:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"{exc.lineno}:{exc.colno}", f"invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(path, None, "invalid JSON: nested too deeply") from None
     from sitegen.importers import llm_inference_bench
 
     if llm_inference_bench.looks_like(data):

@@ -104,13 +104,13 @@ def parse_page(text: str, path: Path, options: ImportOptions) -> Bundle:
     bundle = msgspec.structs.replace(bundle, model=options.model or model)
     date = bundle.measured_at.date().isoformat() if bundle.measured_at else None
     gpus = f"x{bundle.hardware.gpu_count}" if bundle.hardware.gpu_count else None
-    bundle = msgspec.structs.replace(bundle, id=bundle_id_from(options, bundle.model, bundle.hardware.gpu, gpus, date))
+    bundle = validated(msgspec.structs.replace(bundle, id=bundle_id_from(options, bundle.model, bundle.hardware.gpu, gpus, date)), path)
     view = runview.run_view(bundle)
     errors = _check_summary(view, summary_lines, cur)
     errors += _check_prefill(view, prefill_lines, cur)
     errors += _check_matrix(view, matrix_lines, cur)
     raise_if_any(errors)
-    return validated(bundle, path)
+    return bundle
 
 
 def _take_until(cur: _Cursor, stops: tuple[str, ...]) -> list[Line]:
@@ -331,7 +331,7 @@ def _setting(fields: dict[str, tuple[str, Line]], key: str, suffix: str, cur: _C
         return None
     number = text.removesuffix(suffix).replace(",", "")
     try:
-        return float(number)
+        return f.parse_number(number)
     except ValueError:
         raise cur.error(f"{key.split('/')[1]}: expected like '30{suffix}', got {text!r}", fields[key][1]) from None
 
