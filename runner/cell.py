@@ -16,6 +16,8 @@ from runner.prompts import Prompt, PromptMaker
 from runner.schema import DecodeCell, PrefillPoint
 
 QUEUED_ACTIVE_FRACTION = 0.95
+QUEUED_SAMPLE_FRACTION = 0.25
+PREFILL_FLOOR_TOK_S = 500.0
 
 
 class Figures(msgspec.Struct, kw_only=True):
@@ -66,13 +68,13 @@ def decode_figures(traces: Sequence[Trace], start: float, end: float) -> Figures
 def queued(samples: Sequence[float], avg_active: float, concurrency: int) -> bool:
     """Did requests wait in the server's queue during the window?
 
-    With a queue gauge: it was above zero in at least two samples and a tenth of them; a
-    single blip is the scheduler admitting a replacement request, not a queue. Without
+    With a queue gauge: it was above zero in at least two samples and a quarter of them;
+    brief blips are the scheduler admitting replacement requests, not a queue. Without
     one: average active requests stayed under 95 % of those sent.
     """
     if samples:
         waiting = sum(1 for s in samples if s > 0)
-        return waiting >= max(2, math.ceil(0.1 * len(samples)))
+        return waiting >= max(2, math.ceil(QUEUED_SAMPLE_FRACTION * len(samples)))
     return avg_active < QUEUED_ACTIVE_FRACTION * concurrency
 
 
@@ -91,8 +93,14 @@ class CellRunner:
         self.live_tokens = 0
 
     async def one_token(self, prompt: Prompt) -> Trace:
-        """Send `prompt` for one output token; the trace times its prefill."""
-        trace = await self.client.stream(self.maker.body(prompt.prompt, 1, self.ignore_eos), Trace(), self.model)
+        """Send `prompt` for one output token; the trace times its prefill.
+
+        The wait allowed for it grows with the prompt: the stall timeout plus a second per
+        PREFILL_FLOOR_TOK_S tokens, so a million-token prefill is not taken for a stall.
+        """
+        silence = self.client.stall_timeout + prompt.tokens / PREFILL_FLOOR_TOK_S
+        body = self.maker.body(prompt.prompt, 1, self.ignore_eos)
+        trace = await self.client.stream(body, Trace(), self.model, silence=silence)
         if trace.first_token_at is None:
             raise RequestFailed("the server finished the request without sending a token")
         return trace
@@ -131,26 +139,32 @@ class CellRunner:
                 trace = Trace(detect_loops=True)
                 traces.append(trace)
                 try:
-                    await self.client.stream(body, trace, self.model)
+                    await self.client.stream(body, trace, self.model, silence=None)
                 except (RequestFailed, LoopDetected) as exc:
                     outcome.append(exc)
                     stop.set()
 
         async def sample_queue() -> None:
-            interval = min(0.5, duration / 10)
+            interval = min(0.25, duration / 20)
             while True:
                 waiting = await self.queue_probe()
                 if waiting is not None:
                     samples.append(waiting)
                 await asyncio.sleep(interval)
 
-        async def count_live() -> None:
+        async def watch() -> None:
+            """Count live tokens; fail the cell when a streaming request goes silent too long."""
+            stall = self.client.stall_timeout
             while True:
                 self.live_tokens = sum(t.tokens for t in traces)
-                await asyncio.sleep(0.25)
+                now = time.perf_counter()
+                if any(t.times and not t.finished and now - t.last_seen > stall for t in traces):
+                    outcome.append(RequestFailed(f"no data from the server for {stall:g} s mid-stream"))
+                    stop.set()
+                await asyncio.sleep(min(0.25, stall / 4))
 
         start = time.perf_counter()
-        tasks = [asyncio.create_task(hold(p)) for p in prompts] + [asyncio.create_task(count_live())]
+        tasks = [asyncio.create_task(hold(p)) for p in prompts] + [asyncio.create_task(watch())]
         if self.queue_probe is not None:
             tasks.append(asyncio.create_task(sample_queue()))
         try:

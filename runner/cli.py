@@ -61,7 +61,7 @@ def _server_options(function: Callable) -> Callable:
         click.option("--kv-capacity", type=click.IntRange(min=1), default=None, help="KV cache size in tokens (default: from the server)."),
         click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Environment variable holding the API key."),
         click.option("--launch-command", default=None, help="The command that started the server (secrets are redacted)."),
-        click.option("--stall-timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True, help="Seconds without data before a stream counts as failed."),
+        click.option("--stall-timeout", type=click.FloatRange(min=0.1), default=20.0, show_default=True, help="Seconds without data mid-stream before the cell fails."),
         click.option("--ready-timeout", type=click.FloatRange(min=0), default=60.0, show_default=True, help="Seconds to wait for the server to become ready."),
     ]
     for decorator in reversed(decorators):

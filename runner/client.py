@@ -50,11 +50,11 @@ _encoder = msgspec.json.Encoder()
 class Trace:
     """One streamed request: when it started, when each batch of tokens arrived, how it ended."""
 
-    __slots__ = ("start", "times", "counts", "tokens", "prompt_tokens", "finished", "end", "loops")
+    __slots__ = ("start", "times", "counts", "tokens", "prompt_tokens", "finished", "end", "loops", "last_seen")
 
     def __init__(self, detect_loops: bool = False) -> None:
         """A request about to be sent; with `detect_loops` its text is checked for loops."""
-        self.start = time.perf_counter()
+        self.start = self.last_seen = time.perf_counter()
         self.times: list[float] = []
         self.counts: list[int] = []
         self.tokens = 0
@@ -133,18 +133,25 @@ class Client:
         except ValueError:
             raise RequestFailed(f"{path} answered with something that is not JSON: {_excerpt(response.content)}") from None
 
-    async def stream(self, body: dict, trace: Trace, expect_model: str | None = None) -> Trace:
-        """Stream one /completions request into `trace` until it finishes or fails."""
+    async def stream(self, body: dict, trace: Trace, expect_model: str | None = None,
+                     silence: float | None = -1.0) -> Trace:
+        """Stream one /completions request into `trace` until it finishes or fails.
+
+        `silence` bounds any wait for data in seconds (default: the stall timeout; None: no
+        bound, for streams a watchdog guards, which may wait in a queue for their first token).
+        """
         payload = _encoder.encode(body)
+        limit = self.stall_timeout if silence == -1.0 else silence
+        timeout = httpx.Timeout(connect=10.0, read=limit, write=60.0, pool=None)
         trace.start = time.perf_counter()
         try:
-            async with self.http.stream("POST", self.base_url + "/completions", content=payload,
+            async with self.http.stream("POST", self.base_url + "/completions", content=payload, timeout=timeout,
                                         headers={"Content-Type": "application/json"}) as response:
                 if response.status_code != 200:
                     raise RequestFailed(f"HTTP {response.status_code} from /completions: {_excerpt(await response.aread())}")
                 await self._read_events(response, trace, expect_model)
         except httpx.HTTPError as exc:
-            raise RequestFailed(self._describe(exc, "/completions")) from None
+            raise RequestFailed(self._describe(exc, "/completions", limit)) from None
         if not trace.finished:
             raise RequestFailed("the server closed the stream before the request finished")
         return trace
@@ -153,7 +160,7 @@ class Client:
         """Parse SSE `data:` lines as they arrive; every chunk of one read shares its arrival time."""
         pending = b""
         async for data in response.aiter_bytes():
-            now = time.perf_counter()
+            now = trace.last_seen = time.perf_counter()
             pending += data
             if b"\n" not in data:
                 continue
@@ -200,10 +207,10 @@ class Client:
             if trace.loops is not None and choice.text and trace.loops.feed(choice.text):
                 raise LoopDetected()
 
-    def _describe(self, exc: httpx.HTTPError, path: str) -> str:
+    def _describe(self, exc: httpx.HTTPError, path: str, silence: float | None = None) -> str:
         """One line saying what went wrong with the connection, without headers or secrets."""
         if isinstance(exc, httpx.ReadTimeout):
-            return f"no data from the server for {self.stall_timeout:g} s ({path})"
+            return f"no data from the server for {silence or self.stall_timeout:g} s ({path})"
         if isinstance(exc, httpx.TimeoutException):
             return f"timed out talking to the server ({path}): {type(exc).__name__}"
         if isinstance(exc, httpx.ConnectError):

@@ -55,7 +55,7 @@ class Options(msgspec.Struct, kw_only=True):
     launch_command: str | None = None
     out: Path | None = None
     resume: bool = False
-    stall_timeout: float = 60.0
+    stall_timeout: float = 20.0
     ready_timeout: float = 60.0
     metadata: Metadata = msgspec.field(default_factory=Metadata)
 

@@ -136,6 +136,7 @@ def test_decode_figures_by_definition() -> None:
 
 def test_queued_rule() -> None:
     assert queued([0, 0, 3, 4, 4, 4], 4.0, 8)
+    assert not queued([0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0], 4.0, 4)
     assert not queued([0, 1, 0, 0, 0, 0, 0, 0, 0, 0], 4.0, 4)
     assert queued([], 3.5, 4) and not queued([], 3.9, 4)
 
