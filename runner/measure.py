@@ -124,7 +124,11 @@ class Measurement:
             name = f"prefill {label(context)}" if concurrency is None else f"decode {label(context)} × {concurrency}"
             done = sum(1 for c, n in items if self.journal.finished(self._existing(c, n)))
             self.progress.start(name, done, self._eta(items[index:]))
-            item = await self._measure(context, concurrency)
+            try:
+                item = await self._measure(context, concurrency)
+            except RequestFailed as exc:  # building the prompts failed
+                item = (PrefillPoint(context_tokens=context, status="Failed", error=str(exc)) if concurrency is None
+                        else DecodeCell(context_tokens=context, concurrency=concurrency, status="Failed", error=str(exc)))
             if item.error:
                 item.error = redact(item.error, self.secrets)
             self.journal.record(item)
