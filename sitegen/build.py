@@ -9,17 +9,18 @@ from pathlib import Path
 
 import jinja2
 import msgspec
+from markupsafe import Markup
 
 from runner.schema import Bundle, bundle_json_schema, encode_bundle
 from sitegen import charts, compare, exports, runview
-from sitegen.cache import BuildCache, code_digest, digest
+from sitegen.cache import code_digest, digest
 from sitegen.index_view import COLUMNS, facets, newest_first
 from sitegen.loader import load_bundles
 from sitegen.render import DEFAULT_TEMPLATES, make_environment, render_run_page
-from sitegen.staging import Stage, staged
+from sitegen.staging import Publication, Stage, staged
 from sitegen.summary import RunSummary, summarize
 from sitegen.text_page import render_text
-from sitegen.urls import Urls, compare_dir, gpu_dir, model_dir, page_dir, run_dir
+from sitegen.urls import Urls, compare_file, gpu_dir, model_dir, page_dir, run_dir
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -38,13 +39,35 @@ class Site(msgspec.Struct, kw_only=True):
     pairs: list[tuple[Bundle, Bundle, str]]
     env: jinja2.Environment
     code: str
+    fingerprints: dict[str, str] = {}
+    views: dict[str, runview.RunView] = {}
+
+    decode_blocks: dict[str, Markup] = {}
+
+    def view(self, bundle: Bundle) -> runview.RunView:
+        """A bundle's display view, computed once per build (comparison pages reuse it)."""
+        if bundle.id not in self.views:
+            self.views[bundle.id] = runview.run_view(bundle)
+        return self.views[bundle.id]
+
+    def decode_block(self, bundle: Bundle) -> Markup:
+        """A run's rendered Sustained decode section (`_decode.html`), rendered once per build."""
+        if bundle.id not in self.decode_blocks:
+            self.decode_blocks[bundle.id] = Markup(self.env.get_template("_decode.html").render(view=self.view(bundle)))
+        return self.decode_blocks[bundle.id]
+
+    def fingerprint(self, bundle: Bundle) -> str:
+        """A hash of one bundle's content, computed once per build."""
+        if bundle.id not in self.fingerprints:
+            self.fingerprints[bundle.id] = digest(msgspec.json.encode(bundle))
+        return self.fingerprints[bundle.id]
 
     def context(self) -> dict:
         """Template values every page shares."""
         return {"run_count": len(self.bundles), "nav_pages": self.pages}
 
     def context_key(self) -> str:
-        """What of the shared values a page's cache key must cover."""
+        """What of the shared values an output's key must cover."""
         return json.dumps([len(self.bundles), [(p.slug, p.title) for p in self.pages]])
 
 
@@ -63,21 +86,19 @@ def build_site(content: Path, out: Path, templates: Path | None = None) -> str:
         env=make_environment(templates),
         code=code_digest(templates),
     )
-    cache = BuildCache(out)
-    with staged(out) as stage:
+    with staged(out) as (stage, plan):
         partners = _partners(site.pairs)
         for bundle in bundles:
-            write_run(stage, site, cache, bundle, partners.get(bundle.id, []))
+            write_run(stage, site, plan, bundle, partners.get(bundle.id, []))
         for a, b, why in site.pairs:
-            write_compare(stage, site, cache, a, b, why)
-        write_listings(stage, site)
+            write_compare(stage, site, plan, a, b, why)
+        write_listings(stage, site, plan)
         write_content_pages(stage, site)
         write_downloads(stage, site)
         copy_static(stage, templates / "static")
-        cache.save(stage)
     seconds = time.perf_counter() - started
-    rendered = len(bundles) + len(site.pairs) - cache.reused
-    return f"built {len(bundles)} runs and {len(site.pairs)} comparisons into {out}/ in {seconds:.2f} s ({rendered} pages rendered, {cache.reused} reused)"
+    rendered = len(plan.keys) - plan.reused
+    return f"built {len(bundles)} runs and {len(site.pairs)} comparisons into {out}/ in {seconds:.2f} s ({rendered} pages rendered, {plan.reused} unchanged and reused)"
 
 
 def _partners(pairs: list[tuple[Bundle, Bundle, str]]) -> dict[str, list[tuple[str, str, str]]]:
@@ -90,19 +111,19 @@ def _partners(pairs: list[tuple[Bundle, Bundle, str]]) -> dict[str, list[tuple[s
     return found
 
 
-def write_run(stage: Stage, site: Site, cache: BuildCache, bundle: Bundle, partners: list) -> None:
+def write_run(stage: Stage, site: Site, plan: Publication, bundle: Bundle, partners: list) -> None:
     """A run's folder: the page, its plain text, bundle.json, measurements.csv and picker data."""
     folder = run_dir(bundle.id)
-    data = encode_bundle(bundle)
     context = {**site.context(), "partners": partners}
-    key = digest(site.code, data, site.context_key(), json.dumps(partners))
-    if cache.reuse(stage, folder, key):
+    key = digest(site.code, site.fingerprint(bundle), site.context_key(), json.dumps(partners))
+    if plan.unchanged(folder, key):
         return
-    view = runview.run_view(bundle)
+    view = site.view(bundle)
     figures = {name: charts.figure_script_json(fig) for name, fig in charts.run_figures(bundle).items()}
-    stage.write(folder + "index.html", render_run_page(site.env, bundle, view, {**context, "figures": figures}))
+    page_context = {**context, "figures": figures, "decode_block": site.decode_block(bundle)}
+    stage.write(folder + "index.html", render_run_page(site.env, bundle, view, page_context))
     stage.write(folder + "index.txt", render_text(view))
-    stage.write(folder + "bundle.json", data)
+    stage.write(folder + "bundle.json", encode_bundle(bundle))
     stage.write(folder + "measurements.csv", exports.measurements_csv(bundle))
     stage.write(folder + "picker.js", _picker_script(bundle, view))
 
@@ -126,18 +147,18 @@ def _picker_script(bundle: Bundle, view: runview.RunView) -> str:
     return "window.speedMatrixRun(" + charts.figure_script_json(record) + ");\n"
 
 
-def write_compare(stage: Stage, site: Site, cache: BuildCache, a: Bundle, b: Bundle, why: str) -> None:
+def write_compare(stage: Stage, site: Site, plan: Publication, a: Bundle, b: Bundle, why: str) -> None:
     """A build-time comparison page: both matrices, the ratio matrix and what differs."""
-    folder = compare_dir(compare.compare_slug(a, b))
-    key = digest(site.code, encode_bundle(a), encode_bundle(b), why, site.context_key())
-    if cache.reuse(stage, folder, key):
+    path = compare_file(compare.compare_slug(a, b))
+    key = digest(site.code, site.fingerprint(a), site.fingerprint(b), why, site.context_key())
+    if plan.unchanged(path, key):
         return
     template = site.env.get_template("compare.html")
     html = template.render(
-        urls=Urls(2), a=a, b=b, why=why, view_a=runview.run_view(a), view_b=runview.run_view(b),
+        urls=Urls(1), a=a, b=b, why=why, view_a=site.view(a), view_b=site.view(b), decode_a=site.decode_block(a), decode_b=site.decode_block(b),
         ratios=compare_rows(a, b), diffs=compare.field_diffs(a, b), **site.context(),
     )
-    stage.write(folder + "index.html", html)
+    stage.write(path, html)
 
 
 def compare_rows(a: Bundle, b: Bundle) -> list[dict]:
@@ -156,7 +177,7 @@ def compare_rows(a: Bundle, b: Bundle) -> list[dict]:
     return rows
 
 
-def write_listings(stage: Stage, site: Site) -> None:
+def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
     """The index, one page per model and per GPU, and the compare picker."""
     index = site.env.get_template("index.html")
     context = site.context()
@@ -174,6 +195,9 @@ def write_listings(stage: Stage, site: Site) -> None:
     ))
     for kind, groups, folder_of in (("Model", models, model_dir), ("GPU", gpus, gpu_dir)):
         for slug, (name, members) in groups.items():
+            key = digest(site.code, site.context_key(), name, msgspec.json.encode(members))
+            if plan.unchanged(folder_of(slug), key):
+                continue
             stage.write(folder_of(slug) + "index.html", index.render(
                 urls=Urls(2), heading=f"{name}", lead=f"{kind}: every run of {name}. {_lead(members)}",
                 rows=newest_first(members), columns=COLUMNS, facets=[], links=[], compare_url=None, figure=None, **context,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import shlex
 from collections.abc import Iterable
 
@@ -51,15 +52,32 @@ def engine_key(bundle: Bundle) -> tuple[str, str | None, str | None]:
     return (engine.name, engine.version, engine.quantization)
 
 
-def relation(a: Bundle, b: Bundle) -> str | None:
-    """Why a and b are worth comparing, or None when they share neither model nor hardware."""
-    same_model = slugify(a.model) == slugify(b.model)
-    same_hardware = hardware_key(a) is not None and hardware_key(a) == hardware_key(b)
+class Keys(msgspec.Struct, frozen=True):
+    """What decides whether two runs are related, computed once per run."""
+
+    model: str
+    hardware: tuple[str, int | None] | None
+    engine: tuple[str, str | None, str | None]
+
+
+def keys_of(bundle: Bundle) -> Keys:
+    return Keys(slugify(bundle.model), hardware_key(bundle), engine_key(bundle))
+
+
+def relation_of(a: Keys, b: Keys) -> str | None:
+    """Why runs with these keys are worth comparing, or None when they share neither model nor hardware."""
+    same_model = a.model == b.model
+    same_hardware = a.hardware is not None and a.hardware == b.hardware
     if same_model and same_hardware:
-        return SAME_SETUP if engine_key(a) == engine_key(b) else OTHER_ENGINE
+        return SAME_SETUP if a.engine == b.engine else OTHER_ENGINE
     if same_model:
         return OTHER_HARDWARE
     return OTHER_MODEL if same_hardware else None
+
+
+def relation(a: Bundle, b: Bundle) -> str | None:
+    """Why a and b are worth comparing, or None when they share neither model nor hardware."""
+    return relation_of(keys_of(a), keys_of(b))
 
 
 def baseline_first(a: Bundle, b: Bundle) -> tuple[Bundle, Bundle]:
@@ -73,19 +91,24 @@ def compare_slug(a: Bundle, b: Bundle) -> str:
     return f"{a.id}-vs-{b.id}"
 
 
-def candidates(run: Bundle, others: list[Bundle]) -> list[tuple[Bundle, str]]:
-    """A run's related runs with the reason, most comparable first, then by id."""
-    found = [(other, why) for other in others if other.id != run.id and (why := relation(run, other))]
-    return sorted(found, key=lambda pair: (REASON_RANK.index(pair[1]), pair[0].id))
-
-
 def related_pairs(bundles: Iterable[Bundle], limit: int = PARTNER_LIMIT) -> list[tuple[Bundle, Bundle, str]]:
     """Pairs worth a comparison page, each run in at most `limit` of them; baseline first, ordered by slug."""
     runs = sorted(bundles, key=lambda b: b.id)
+    keys = {run.id: keys_of(run) for run in runs}
+    # Related runs share a model or hardware, so only those groups are searched, not every pair.
+    by_model: dict[str, list[Bundle]] = {}
+    by_hardware: dict[tuple[str, int | None], list[Bundle]] = {}
+    for run in runs:
+        by_model.setdefault(keys[run.id].model, []).append(run)
+        if keys[run.id].hardware is not None:
+            by_hardware.setdefault(keys[run.id].hardware, []).append(run)
     partners: dict[str, int] = {b.id: 0 for b in runs}
     pairs: dict[str, tuple[Bundle, Bundle, str]] = {}
     for run in runs:
-        for other, why in candidates(run, runs):
+        mine = keys[run.id]
+        nearby = {o.id: o for o in by_model[mine.model] + by_hardware.get(mine.hardware, []) if o.id != run.id}
+        found = [(other, why) for other in nearby.values() if (why := relation_of(mine, keys[other.id]))]
+        for other, why in sorted(found, key=lambda pair: (REASON_RANK.index(pair[1]), pair[0].id)):
             if partners[run.id] >= limit:
                 break
             a, b = baseline_first(run, other)
@@ -134,6 +157,7 @@ def is_flag(token: str) -> bool:
     return token.startswith("-") and len(token) > 1 and not token[1].isdigit() and token[1] != "."
 
 
+@functools.lru_cache(maxsize=4096)
 def launch_options(command: str | None) -> dict[str, str]:
     """Launch command as {option: value}; words before the first option are "command", a bare flag maps to itself."""
     options: dict[str, list[str]] = {}

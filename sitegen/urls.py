@@ -25,9 +25,9 @@ def gpu_dir(slug: str) -> str:
     return f"gpus/{slug}/"
 
 
-def compare_dir(slug: str) -> str:
-    """Folder of a comparison page generated at build time."""
-    return f"compare/{slug}/"
+def compare_file(slug: str) -> str:
+    """A comparison page generated at build time: one flat file, as there can be thousands."""
+    return f"compare/{slug}.html"
 
 
 def page_dir(slug: str) -> str:
@@ -66,7 +66,7 @@ class Urls:
         return self.to(gpu_dir(slug))
 
     def compare(self, slug: str) -> str:
-        return self.to(compare_dir(slug))
+        return self.to(compare_file(slug))
 
     def page(self, slug: str) -> str:
         return self.to(page_dir(slug))

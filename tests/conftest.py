@@ -70,9 +70,13 @@ def serve_folder(folder: Path) -> Iterator[str]:
     server.server_close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    """Headless Debian chromium driven by Playwright; no browser download."""
+    """Headless Debian chromium driven by Playwright; no browser download.
+
+    Module-scoped: Playwright's sync API keeps an event loop running in this
+    thread while it is open, which would break asyncio.run() in later tests.
+    """
     executable = shutil.which("chromium")
     if executable is None:
         pytest.fail("Debian's chromium is not installed: apt-get install -y chromium (make test does it)")

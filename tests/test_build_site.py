@@ -53,7 +53,7 @@ def test_rebuild_after_one_bundle_changes_rerenders_only_that_run(tmp_path: Path
     content = _content(tmp_path)
     out = tmp_path / "site"
     first = build_site(content, out)
-    assert "0 reused" in first
+    assert "0 unchanged and reused" in first
     unchanged = sorted((out / "runs").glob("*/index.html"))
     inodes = {p.parent.name: p.stat().st_ino for p in unchanged}
     path = content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
@@ -68,7 +68,7 @@ def test_rebuild_after_one_bundle_changes_rerenders_only_that_run(tmp_path: Path
     assert {k: v for k, v in others.items() if k != changed.parent.name} == {
         k: v for k, v in inodes.items() if k != changed.parent.name
     }
-    assert "(2 pages rendered, 2 reused)" in report
+    assert "(4 pages rendered, 5 unchanged and reused)" in report
     fresh = tmp_path / "fresh"
     build_site(content, fresh)
     assert _tree(fresh) == _tree(out)

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 import pytest
 
 from sitegen.charts import (
+    MAX_RUN_TRACES,
     Point,
     figure_script_json,
     index_figure,
@@ -130,3 +131,12 @@ def test_script_json_escapes_and_round_trips() -> None:
 def test_plotly_js_source_is_the_minified_bundle() -> None:
     path = plotly_js_source()
     assert path.name == "plotly.min.js" and path.stat().st_size > 1_000_000
+
+
+def test_index_figure_groups_many_runs_by_gpu_so_the_legend_stays_readable() -> None:
+    gpus = ["H200 NVL", "H100 SXM", "B200"]
+    bundles = [make_bundle(run_id=f"run-{i}", gpu=gpus[i % 3], scale=1 + i / 10) for i in range(MAX_RUN_TRACES + 1)]
+    fig = index_figure(bundles)
+    names = [trace["name"] for trace in fig["data"]]
+    assert names == sorted(gpus) + ["Pareto frontier"]
+    assert sum(len(trace["x"]) for trace in fig["data"][:-1]) == sum(len(run_points(b)) for b in bundles)

@@ -72,13 +72,13 @@ def hostile_server(hostile_site: Path) -> Iterator[str]:
 
 def _pages(site: Path) -> dict[str, str | None]:
     """Page path -> CSS selector of the element that must show the hostile text literally."""
-    compares = sorted(p.parent.name for p in (site / "compare").glob("*/index.html"))
+    compares = sorted(p.stem for p in (site / "compare").glob("*-vs-*.html"))
     assert compares == ["hostile-a-vs-hostile-b"]
     return {
         "index.html": "#runs-table",
         "runs/hostile-a/index.html": "#matrix",
         "runs/hostile-b/index.html": "#matrix",
-        f"compare/{compares[0]}/index.html": "main",
+        f"compare/{compares[0]}.html": "main",
         "compare/index.html#runs=hostile-a,hostile-b": "#picker",
         f"models/{slugify(FORWARD)}/index.html": "main",
         f"gpus/{slugify(FORWARD)}/index.html": "main",
