@@ -198,7 +198,8 @@ async def measure(options: Options, simulated: bool = False, progress: Progress 
         items.progress.total = len(items.items())
         await items.run()
         return out
-    except (ServerError, JournalError, OptionError) as exc:
+    except (ServerError, JournalError, OptionError, MeasureError) as exc:
+        # Every message that leaves the runner passes here, so none can carry the key.
         raise MeasureError(redact(str(exc), [api_key] if api_key else [])) from None
     finally:
         await client.aclose()

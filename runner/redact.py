@@ -23,6 +23,8 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # HTTP headers: Authorization: Bearer X, X-Api-Key: X.
     (re.compile(r"(Authorization\s*:\s*(?:Bearer|Basic|Token)?\s*)[^\s\"']+", re.I), rf"\1{REDACTED}"),
     (re.compile(rf"((?:x-)?api-?key\s*:\s*)[^\s\"']+", re.I), rf"\1{REDACTED}"),
+    # A bearer token anywhere else: --header "Bearer X".
+    (re.compile(r"(\bBearer\s+)(?!<redacted>)[^\s\"']+", re.I), rf"\1{REDACTED}"),
     # Credentials in URLs: scheme://user:pass@host and ?api_key=X / &token=X.
     (re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^\s/@\"']+@", re.I), rf"\1{REDACTED}@"),
     (re.compile(rf"([?&](?:[\w-]*[-_])?(?:{_SECRET_WORD}|key|sig|signature|auth)=)[^&\s\"'#]+", re.I), rf"\1{REDACTED}"),

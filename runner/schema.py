@@ -18,10 +18,11 @@ Status = Literal["Valid", "Over capacity", "Looped", "Requests queued", "Failed"
 STATUSES: tuple[str, ...] = ("Valid", "Over capacity", "Looped", "Requests queued", "Failed")
 
 # A run id is a slug: it names a folder of the site, so it must never be a path.
+RUN_ID_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,118}[a-z0-9])?$"
 RunId = Annotated[
     str,
     msgspec.Meta(
-        pattern=r"^[a-z0-9](?:[a-z0-9-]{0,118}[a-z0-9])?$",
+        pattern=RUN_ID_PATTERN,
         description="Slug of lowercase ASCII letters, digits and hyphens; unique in a site.",
     ),
 ]
@@ -36,7 +37,7 @@ class Hardware(msgspec.Struct, kw_only=True):
 
     type: Text | None = None
     gpu: Text | None = None
-    gpu_count: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    gpu_count: Annotated[int, msgspec.Meta(ge=1)] | None = None
     vram_per_gpu_gb: Rate | None = None
     os: Text | None = None
 

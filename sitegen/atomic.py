@@ -11,6 +11,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     """Write data to path through a temporary file in the same folder and a rename."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes files private; bundles are for sharing
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -64,11 +64,11 @@ class Site(msgspec.Struct, kw_only=True):
 
     def context(self) -> dict:
         """Template values every page shares."""
-        return {"run_count": len(self.bundles), "nav_pages": self.pages}
+        return {"nav_pages": self.pages}
 
     def context_key(self) -> str:
         """What of the shared values an output's key must cover."""
-        return json.dumps([len(self.bundles), [(p.slug, p.title) for p in self.pages]])
+        return json.dumps([(p.slug, p.title) for p in self.pages])
 
 
 def build_site(content: Path, out: Path, templates: Path | None = None) -> str:
@@ -86,7 +86,7 @@ def build_site(content: Path, out: Path, templates: Path | None = None) -> str:
         env=make_environment(templates),
         code=code_digest(templates),
     )
-    with staged(out) as (stage, plan):
+    with staged(out, [content / "runs", content / "pages", templates]) as (stage, plan):
         partners = _partners(site.pairs)
         for bundle in bundles:
             write_run(stage, site, plan, bundle, partners.get(bundle.id, []))
@@ -98,7 +98,10 @@ def build_site(content: Path, out: Path, templates: Path | None = None) -> str:
         copy_static(stage, templates / "static")
     seconds = time.perf_counter() - started
     rendered = len(plan.keys) - plan.reused
-    return f"built {len(bundles)} runs and {len(site.pairs)} comparisons into {out}/ in {seconds:.2f} s ({rendered} pages rendered, {plan.reused} unchanged and reused)"
+    return (
+        f"built {plural(len(bundles), 'run')} and {plural(len(site.pairs), 'comparison')} into {out}/ in {seconds:.2f} s "
+        f"({rendered} pages rendered, {plan.reused} unchanged and reused)"
+    )
 
 
 def _partners(pairs: list[tuple[Bundle, Bundle, str]]) -> dict[str, list[tuple[str, str, str]]]:
@@ -167,6 +170,8 @@ def compare_rows(a: Bundle, b: Bundle) -> list[dict]:
 
     rows = []
     for row in compare.ratio_matrix(a, b):
+        if all(cell.ratio is None for cell in row.cells):
+            continue
         cells = []
         for cell in row.cells:
             ratio = cell.ratio
@@ -202,7 +207,8 @@ def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
                 urls=Urls(2), heading=f"{name}", lead=f"{kind}: every run of {name}. {_lead(members)}",
                 rows=newest_first(members), columns=COLUMNS, facets=[], links=[], compare_url=None, figure=None, **context,
             ))
-    stage.write("compare/index.html", site.env.get_template("picker.html").render(urls=Urls(1), **context))
+    picker = site.env.get_template("picker.html")
+    stage.write("compare/index.html", picker.render(urls=Urls(1), rows=newest_first(site.summaries), **context))
 
 
 def _groups(summaries: list[RunSummary], key) -> dict[str, tuple[str, list[RunSummary]]]:
@@ -218,7 +224,12 @@ def _groups(summaries: list[RunSummary], key) -> dict[str, tuple[str, list[RunSu
 def _lead(summaries: list[RunSummary]) -> str:
     models = len({s.model_slug for s in summaries})
     gpus = len({s.gpu_slug for s in summaries if s.gpu_slug})
-    return f"{len(summaries)} runs of {models} models on {gpus} GPU types. Click a column to sort; every figure links to its full matrix."
+    return f"{plural(len(summaries), 'run')} of {plural(models, 'model')} on {plural(gpus, 'GPU type')}. Click a column to sort; every figure links to its full matrix."
+
+
+def plural(count: int, noun: str) -> str:
+    """"1 run", "2 runs"."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def write_content_pages(stage: Stage, site: Site) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import click
 
+from runner.schema import RUN_ID_PATTERN
 from sitegen.errors import InputError, InputErrors
 
 
@@ -55,15 +57,18 @@ def build_command(content: Path, out: Path, templates: Path | None) -> None:
 @click.option("--quantization", default=None, help='e.g. "NVFP4".')
 @click.option("--engine-version", default=None, help="Engine version, when the file lacks it.")
 @click.option("--launch-command", default=None, help="The server's launch command (secrets are redacted).")
-def import_command(files: tuple[Path, ...], out: Path, id_: str | None, model: str | None, submitter: str | None, origin: str | None, gpu: str | None, gpu_count: int | None, vram_per_gpu_gb: float | None, hardware_type: str | None, os_: str | None, quantization: str | None, engine_version: str | None, launch_command: str | None) -> None:
+@click.option("--replace", is_flag=True, help="Overwrite a bundle of the same id in --out.")
+def import_command(files: tuple[Path, ...], out: Path, replace: bool, id_: str | None, model: str | None, submitter: str | None, origin: str | None, gpu: str | None, gpu_count: int | None, vram_per_gpu_gb: float | None, hardware_type: str | None, os_: str | None, quantization: str | None, engine_version: str | None, launch_command: str | None) -> None:
     """Import captured pages or llm-inference-bench JSON files as bundles."""
     from sitegen.importers.options import ImportOptions
     from sitegen.import_files import import_files
 
     if id_ and len(files) > 1:
         _fail(["--id names one bundle, but several files were given"])
+    if id_ is not None and not re.match(RUN_ID_PATTERN, id_):
+        _fail([f"--id: {id_!r} is not a run id: lowercase ASCII letters, digits and inner hyphens, at most 120"])
     options = ImportOptions(id=id_, model=model, submitter=submitter, origin=origin, gpu=gpu, gpu_count=gpu_count, vram_per_gpu_gb=vram_per_gpu_gb, hardware_type=hardware_type, os=os_, quantization=quantization, engine_version=engine_version, launch_command=launch_command)
-    written, errors = import_files(list(files), out, options)
+    written, errors = import_files(list(files), out, options, replace)
     for path in written:
         click.echo(f"wrote {path}")
     if errors:

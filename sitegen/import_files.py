@@ -12,8 +12,12 @@ from sitegen.importers.options import ImportOptions
 from sitegen.loader import scrub
 
 
-def import_files(files: list[Path], out: Path, options: ImportOptions) -> tuple[list[Path], list[InputError]]:
-    """Import each file; a bad file is reported and skipped, the others are written."""
+def import_files(files: list[Path], out: Path, options: ImportOptions, replace: bool = False) -> tuple[list[Path], list[InputError]]:
+    """Import each file; a bad file is reported and skipped, the others are written.
+
+    An existing bundle of the same id is kept unless `replace` is set, so a second
+    import cannot silently overwrite a measured run.
+    """
     written: list[Path] = []
     errors: list[InputError] = []
     for path in files:
@@ -26,6 +30,9 @@ def import_files(files: list[Path], out: Path, options: ImportOptions) -> tuple[
             errors.extend(exc.errors)
             continue
         target = out / f"{bundle.id}.json"
+        if target.exists() and not replace:
+            errors.append(InputError(path, None, f"{target} exists already; pass --replace to overwrite it, or --id to import under another id"))
+            continue
         out.mkdir(parents=True, exist_ok=True)
         write_atomic(target, encode_bundle(bundle))
         written.append(target)

@@ -24,10 +24,21 @@ def decode_bundle_file(path: Path, data: bytes) -> Bundle:
 
 
 def scrub(bundle: Bundle) -> Bundle:
-    """Redact secrets from the launch command, so no page or download can publish one."""
-    if bundle.launch_command is None:
-        return bundle
-    return msgspec.structs.replace(bundle, launch_command=redact(bundle.launch_command))
+    """Redact secrets from every free-text field (launch command, notes, error reasons).
+
+    Bundles enter sitegen here and through the importers, so no page or download can
+    publish a secret, whatever a bundle or an imported file carries.
+    """
+    def clean(text: str | None) -> str | None:
+        return redact(text) if text else text
+
+    return msgspec.structs.replace(
+        bundle,
+        launch_command=clean(bundle.launch_command),
+        notes=clean(bundle.notes),
+        prefill=[msgspec.structs.replace(p, error=clean(p.error)) if p.error else p for p in bundle.prefill],
+        decode=[msgspec.structs.replace(c, error=clean(c.error)) if c.error else c for c in bundle.decode],
+    )
 
 
 def load_bundle(path: Path) -> Bundle:
@@ -61,14 +72,19 @@ def load_bundles(folder: Path) -> list[tuple[Path, Bundle]]:
 
 
 def check_bundle(bundle: Bundle, path: Path) -> None:
-    """Checks the types cannot express: unique cells, errors only on Failed."""
+    """Checks the types cannot express: unique cells, and values where a status promises them."""
     seen_prefill: set[int] = set()
     for i, point in enumerate(bundle.prefill):
         if point.context_tokens in seen_prefill:
             raise InputError(path, f"$.prefill[{i}]", f"context {point.context_tokens} appears twice")
         seen_prefill.add(point.context_tokens)
+    for i, point in enumerate(bundle.prefill):
+        if point.status == "Valid" and point.prompt_tok_s is None:
+            raise InputError(path, f"$.prefill[{i}].prompt_tok_s", "a Valid prefill point needs its prompt tok/s")
     seen_cells: set[tuple[int, int]] = set()
     for i, cell in enumerate(bundle.decode):
+        if cell.status in ("Valid", "Requests queued") and cell.total_tok_s is None:
+            raise InputError(path, f"$.decode[{i}].total_tok_s", f"a {cell.status} cell needs its total tok/s")
         key = (cell.context_tokens, cell.concurrency)
         if key in seen_cells:
             raise InputError(path, f"$.decode[{i}]", f"cell context {key[0]} × {key[1]} appears twice")

@@ -85,12 +85,27 @@ class Publication:
         return {**self.keys, **loose}
 
 
-@contextmanager
-def staged(out: Path) -> Iterator[tuple[Stage, Publication]]:
-    """Yield a stage and the publication plan; publish on success, discard on any error."""
-    out = out.resolve()
+def check_output(out: Path, sources: list[Path]) -> None:
+    """Refuse an output folder that a build would destroy something in.
+
+    A build replaces its output folder whole, so it must be empty or a site
+    sitegen built (it has a manifest), and it must not hold or sit in an input.
+    """
     if out.exists() and not out.is_dir():
         raise InputError(out, None, "the output path exists and is not a folder")
+    for source in sources:
+        source = source.resolve()
+        if out == source or out in source.parents or source in out.parents:
+            raise InputError(out, None, f"the output folder overlaps the input folder {source}; choose another --out")
+    if out.is_dir() and not (out / MANIFEST).is_file() and any(out.iterdir()):
+        raise InputError(out, None, f"refusing to replace a folder that sitegen did not build (no {MANIFEST}); empty it or choose another --out")
+
+
+@contextmanager
+def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]]:
+    """Yield a stage and the publication plan; publish on success, discard on any error."""
+    out = out.resolve()
+    check_output(out, sources)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
     publication = Publication(out)
@@ -160,8 +175,19 @@ def _remove(out: Path, output: str) -> None:
 
 
 def _read_manifest(out: Path) -> dict[str, str]:
+    """The previous build's outputs; entries that would leave the output folder are dropped."""
     try:
         found = json.loads((out / MANIFEST).read_text())
     except (OSError, ValueError):
         return {}
-    return found if isinstance(found, dict) and all(isinstance(v, str) for v in found.values()) else {}
+    if not isinstance(found, dict):
+        return {}
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str) and _inside(out, k)}
+
+
+def _inside(out: Path, relative: str) -> bool:
+    """Whether a manifest path names something strictly inside `out` (no "..", not absolute, no links out)."""
+    if not relative or relative.startswith(("/", "\\")) or ".." in Path(relative).parts:
+        return False
+    target = (out / relative).resolve()
+    return out.resolve() in target.parents

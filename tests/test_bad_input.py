@@ -124,3 +124,63 @@ def test_duplicate_ids_are_an_error(tmp_path: Path) -> None:
         f"error: {content / 'runs' / source.name}:$.id: id 'mimo-v2-6-flash-rl-h200-nvl-x2' is already used by "
         f"{content / 'runs' / 'copy.json'}\n"
     )
+
+
+def test_build_refuses_to_replace_a_folder_it_did_not_build(tmp_path: Path) -> None:
+    victim = tmp_path / "notes"
+    victim.mkdir()
+    (victim / "thesis.txt").write_text("precious")
+    code, output = _sitegen("build", "--content", str(ROOT / "content"), "--out", str(victim))
+    assert code != 0 and "refusing to replace a folder that sitegen did not build" in output
+    assert (victim / "thesis.txt").read_text() == "precious"
+
+
+@pytest.mark.parametrize("where", ["content", "content/runs", "."])
+def test_build_refuses_an_output_folder_that_overlaps_the_content(tmp_path: Path, where: str) -> None:
+    content = _content_with(tmp_path, "extra.json", (ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text().replace('"mimo-v2-6-flash-rl-h200-nvl-x2"', '"extra"', 1))
+    before = _tree_digest(tmp_path)
+    code, output = _sitegen("build", "--content", str(content), "--out", str(tmp_path / where))
+    assert code != 0 and "overlaps the input folder" in output
+    assert _tree_digest(tmp_path) == before
+
+
+def test_a_manifest_cannot_make_a_build_delete_outside_its_folder(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    assert _sitegen("build", "--content", str(ROOT / "content"), "--out", str(out))[0] == 0
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("keep")
+    manifest = out / ".build-manifest.json"
+    entries = json.loads(manifest.read_text())
+    entries.update({"../victim/": "x", str(victim) + "/": "x", "runs/../../victim/keep.txt": "x"})
+    manifest.write_text(json.dumps(entries))
+    assert _sitegen("build", "--content", str(ROOT / "content"), "--out", str(out))[0] == 0
+    assert (victim / "keep.txt").read_text() == "keep"
+
+
+def test_a_valid_cell_without_its_value_is_an_error(tmp_path: Path) -> None:
+    bundle = json.loads((ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    bundle["decode"][0]["total_tok_s"] = None
+    content = _content_with(tmp_path, "mimo-v2-6-flash-rl-h200-nvl-x2.json", json.dumps(bundle))
+    code, output = _sitegen("build", "--content", str(content), "--out", str(tmp_path / "site"))
+    assert code != 0
+    assert output.strip().endswith("$.decode[0].total_tok_s: a Valid cell needs its total tok/s")
+
+
+def test_import_options_override_what_the_page_says(tmp_path: Path) -> None:
+    code, output = _sitegen("import", str(SEED_TAB), "--out", str(tmp_path), "--gpu", "B200", "--gpu-count", "4", "--id", "on-b200")
+    assert code == 0, output
+    bundle = json.loads((tmp_path / "on-b200.json").read_text())
+    assert (bundle["hardware"]["gpu"], bundle["hardware"]["gpu_count"], bundle["model"]) == ("B200", 4, "Ling-3.0-flash-fp4")
+
+
+def test_import_never_overwrites_a_bundle_unless_asked(tmp_path: Path) -> None:
+    assert _sitegen("import", str(SEED_TAB), "--out", str(tmp_path))[0] == 0
+    written = next(tmp_path.glob("*.json"))
+    written.write_text(written.read_text().replace('"Discrete GPU"', '"Edited by hand"'))
+    code, output = _sitegen("import", str(SEED_TAB), "--out", str(tmp_path))
+    assert code != 0 and "exists already; pass --replace" in output
+    assert "Edited by hand" in written.read_text()
+    assert _sitegen("import", str(SEED_TAB), "--out", str(tmp_path), "--replace")[0] == 0
+    assert "Edited by hand" not in written.read_text()
+    assert written.stat().st_mode & 0o777 == 0o644

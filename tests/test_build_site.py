@@ -72,3 +72,16 @@ def test_rebuild_after_one_bundle_changes_rerenders_only_that_run(tmp_path: Path
     fresh = tmp_path / "fresh"
     build_site(content, fresh)
     assert _tree(fresh) == _tree(out)
+
+
+def test_adding_a_run_leaves_the_other_pages_alone(tmp_path: Path) -> None:
+    content = _content(tmp_path)
+    out = tmp_path / "site"
+    build_site(content, out)
+    bundle = json.loads((content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    bundle.update(id="newcomer", model="Newcomer-7B")
+    bundle["hardware"]["gpu"] = "RTX 6000"
+    (content / "runs" / "newcomer.json").write_text(json.dumps(bundle))
+    report = build_site(content, out)
+    assert "(3 pages rendered, 9 unchanged and reused)" in report
+    assert "Newcomer-7B" in (out / "index.html").read_text()

@@ -44,7 +44,7 @@ def test_import_refuses_an_id_that_is_a_path(tmp_path: Path, source: Path, run_i
     result = CliRunner().invoke(main, ["import", str(source), "--id", run_id, "--out", str(out)])
     assert result.exit_code != 0
     assert result.output.splitlines() == [result.output.strip()]
-    assert result.output.startswith(f"error: {source}:$.id: ")
+    assert result.output.startswith("error: --id: ")
     assert _files_under(tmp_path) == set()
 
 

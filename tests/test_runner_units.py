@@ -28,6 +28,7 @@ REDACTION_CASES = [
     ("OPENAI_API_KEY=xyz CUDA_VISIBLE_DEVICES=0,1 vllm serve m", "OPENAI_API_KEY=<redacted> CUDA_VISIBLE_DEVICES=0,1 vllm serve m"),
     ("server --hf-token abc --token=def", "server --hf-token <redacted> --token=<redacted>"),
     ("curl -H 'Authorization: Bearer abc.def' x", "curl -H 'Authorization: Bearer <redacted>' x"),
+    ('serve --auth-header "Bearer tokSECRET"', 'serve --auth-header "Bearer <redacted>"'),
     ("curl -H 'x-api-key: abc' x", "curl -H 'x-api-key: <redacted>' x"),
     ("--model https://user:pass@example.com/m", "--model https://<redacted>@example.com/m"),
     ("fetch https://h.example/m?api_key=abc&x=1", "fetch https://h.example/m?api_key=<redacted>&x=1"),

@@ -112,3 +112,22 @@ def test_pages_work_without_javascript(browser, site_server: str) -> None:
     page.click("#runs-table tbody a >> nth=0")
     assert "Sustained decode" in page.inner_text("#matrix")
     context.close()
+
+
+def test_picker_page_lets_a_reader_add_runs_and_ignores_duplicates(page, site_server: str) -> None:
+    outside = _guard(page, site_server)
+    page.goto(site_server + "index.html")
+    first = page.locator("#runs-table input[name=compare]").nth(0).get_attribute("value")
+    page.goto(site_server + f"compare/index.html#runs={first},{first}")
+    assert page.locator(".compared-run").count() == 0
+    assert page.locator("#picker-compare").is_disabled()
+    boxes = page.locator("#picker-form input[name=run]")
+    assert page.locator(f"#picker-form input[value='{first}']").is_checked()
+    other = next(v for v in (boxes.nth(i).get_attribute("value") for i in range(boxes.count())) if v != first)
+    page.check(f"#picker-form input[value='{other}']")
+    page.click("#picker-compare")
+    page.wait_for_selector(".compared-run")
+    assert page.url.endswith(f"#runs={first},{other}")
+    assert page.locator(".compared-run").count() == 2
+    assert page.locator("table.ratio tbody tr").count() > 0
+    assert outside == [] and page.console_errors == []

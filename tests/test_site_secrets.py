@@ -43,3 +43,17 @@ def test_import_redacts_the_launch_command_option(tmp_path: Path, command: str, 
     assert result.exit_code == 0, result.output
     written = next(tmp_path.glob("*.json")).read_text()
     assert secret not in written and "<redacted>" in written
+
+
+def test_secrets_in_error_reasons_and_notes_are_redacted(tmp_path: Path) -> None:
+    content = tmp_path / "content"
+    shutil.copytree(ROOT / "content", content)
+    path = content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
+    bundle = json.loads(path.read_text())
+    bundle["notes"] = "measured through https://user:hunter2@api.example.com/v1"
+    bundle["decode"][2].update(status="Failed", error="HTTP 401 from https://x/v1?api_key=sk-abcdefghijklmnopqrstuv")
+    path.write_text(json.dumps(bundle))
+    build_site(content, tmp_path / "site")
+    leaked = [p for p in (tmp_path / "site").rglob("*") if p.is_file() and (b"hunter2" in p.read_bytes() or b"sk-abcdefghij" in p.read_bytes())]
+    assert leaked == []
+    assert "api_key=&lt;redacted&gt;" in (tmp_path / "site" / "runs" / bundle["id"] / "index.html").read_text()

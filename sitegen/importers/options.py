@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from runner.schema import Bundle
+
 
 class ImportOptions(msgspec.Struct, kw_only=True):
     """Overrides given on the command line; None means: take it from the file."""
@@ -20,3 +22,26 @@ class ImportOptions(msgspec.Struct, kw_only=True):
     quantization: str | None = None
     engine_version: str | None = None
     launch_command: str | None = None
+
+
+def apply_options(bundle: Bundle, options: ImportOptions) -> Bundle:
+    """The bundle with every given option filling or overriding what the source said."""
+    def pick(given: object, found: object) -> object:
+        return found if given is None else given
+
+    hw, engine = bundle.hardware, bundle.engine
+    return msgspec.structs.replace(
+        bundle,
+        model=pick(options.model, bundle.model),
+        submitter=pick(options.submitter, bundle.submitter),
+        origin=pick(options.origin, bundle.origin),
+        launch_command=pick(options.launch_command, bundle.launch_command),
+        hardware=msgspec.structs.replace(
+            hw, type=pick(options.hardware_type, hw.type), gpu=pick(options.gpu, hw.gpu),
+            gpu_count=pick(options.gpu_count, hw.gpu_count), vram_per_gpu_gb=pick(options.vram_per_gpu_gb, hw.vram_per_gpu_gb),
+            os=pick(options.os, hw.os),
+        ),
+        engine=msgspec.structs.replace(
+            engine, version=pick(options.engine_version, engine.version), quantization=pick(options.quantization, engine.quantization),
+        ),
+    )

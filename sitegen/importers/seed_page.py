@@ -19,7 +19,7 @@ from sitegen import runview
 from sitegen.errors import InputError, raise_if_any
 from sitegen.importers import bundle_id_from, validated
 from sitegen.importers.lines import Line, logical_lines
-from sitegen.importers.options import ImportOptions
+from sitegen.importers.options import ImportOptions, apply_options
 
 SECTION_LABELS: dict[str, tuple[str, ...]] = {
     "Hardware": ("Type", "GPU count", "GPU", "VRAM", "OS"),
@@ -67,7 +67,16 @@ class _Cursor:
 
 
 def parse_page(text: str, path: Path, options: ImportOptions) -> Bundle:
-    """Parse one captured page into a bundle, cross-checked against itself."""
+    """Parse one captured page into a bundle, cross-checked against itself, then apply the options."""
+    bundle = _page_bundle(text, path)
+    bundle = apply_options(bundle, options)
+    date = bundle.measured_at.date().isoformat() if bundle.measured_at else None
+    gpus = f"x{bundle.hardware.gpu_count}" if bundle.hardware.gpu_count else None
+    return validated(msgspec.structs.replace(bundle, id=bundle_id_from(options, bundle.model, bundle.hardware.gpu, gpus, date)), path)
+
+
+def _page_bundle(text: str, path: Path) -> Bundle:
+    """The bundle exactly as the page states it, checked against the page's own matrix and items."""
     cur = _Cursor(logical_lines(text), path)
     start = cur.find(runview.KICKER)
     if start is None:
@@ -91,25 +100,20 @@ def parse_page(text: str, path: Path, options: ImportOptions) -> Bundle:
         id="pending",
         model="pending",
         measured_at=_parse_measured(measured_line, cur),
-        submitter=options.submitter or submitter,
-        origin=options.origin or origin,
-        hardware=_hardware(fields, cur, options),
-        engine=_engine(fields, cur, options),
+        submitter=submitter,
+        origin=origin,
+        hardware=_hardware(fields, cur),
+        engine=_engine(fields, cur),
         run=_run(fields, cur),
-        launch_command=options.launch_command or launch,
+        launch_command=launch,
         prefill=prefill,
         decode=decode,
     )
-    model = _model_from_title(bundle, title_line, cur)
-    bundle = msgspec.structs.replace(bundle, model=options.model or model)
-    date = bundle.measured_at.date().isoformat() if bundle.measured_at else None
-    gpus = f"x{bundle.hardware.gpu_count}" if bundle.hardware.gpu_count else None
-    bundle = validated(msgspec.structs.replace(bundle, id=bundle_id_from(options, bundle.model, bundle.hardware.gpu, gpus, date)), path)
+    bundle = validated(msgspec.structs.replace(bundle, model=_model_from_title(bundle, title_line, cur), id="page"), path)
     view = runview.run_view(bundle)
-    errors = _check_summary(view, summary_lines, cur)
-    errors += _check_prefill(view, prefill_lines, cur)
-    errors += _check_matrix(view, matrix_lines, cur)
-    raise_if_any(errors)
+    errors = _check_matrix(view, matrix_lines, cur) + _check_prefill(view, prefill_lines, cur)
+    # The summary restates the matrix's shape, so it is checked only once the cells agree.
+    raise_if_any(errors or _check_summary(view, summary_lines, cur))
     return bundle
 
 
@@ -287,7 +291,7 @@ def _field(fields: dict[str, tuple[str, Line]], key: str) -> str | None:
     return fields[key][0] if key in fields else None
 
 
-def _hardware(fields: dict[str, tuple[str, Line]], cur: _Cursor, options: ImportOptions) -> Hardware:
+def _hardware(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> Hardware:
     count_text = _field(fields, "Hardware/GPU count")
     gpu_count = None
     if count_text is not None:
@@ -302,22 +306,22 @@ def _hardware(fields: dict[str, tuple[str, Line]], cur: _Cursor, options: Import
             raise cur.error(f"VRAM: expected like '282 GB (2 × 141 GB)', got {vram_text!r}", fields["Hardware/VRAM"][1])
         per_gpu = float(match.group(3) or match.group(1))
     return Hardware(
-        type=options.hardware_type or _field(fields, "Hardware/Type"),
-        gpu=options.gpu or _field(fields, "Hardware/GPU"),
-        gpu_count=options.gpu_count if options.gpu_count is not None else gpu_count,
-        vram_per_gpu_gb=options.vram_per_gpu_gb if options.vram_per_gpu_gb is not None else per_gpu,
-        os=options.os or _field(fields, "Hardware/OS"),
+        type=_field(fields, "Hardware/Type"),
+        gpu=_field(fields, "Hardware/GPU"),
+        gpu_count=gpu_count,
+        vram_per_gpu_gb=per_gpu,
+        os=_field(fields, "Hardware/OS"),
     )
 
 
-def _engine(fields: dict[str, tuple[str, Line]], cur: _Cursor, options: ImportOptions) -> Engine:
+def _engine(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> Engine:
     name = _field(fields, "Engine/Engine")
     if not name:
         raise cur.error("the Engine section has no 'Engine' name")
     return Engine(
         name=name,
-        version=options.engine_version or _field(fields, "Engine/Version"),
-        quantization=options.quantization or _field(fields, "Engine/Quantization"),
+        version=_field(fields, "Engine/Version"),
+        quantization=_field(fields, "Engine/Quantization"),
         backend=_field(fields, "Engine/Backend"),
         repository=_field(fields, "Engine/Repository"),
         build=_field(fields, "Engine/Build"),

@@ -17,7 +17,8 @@
   function chosenIds() {
     var match = /(?:^|[#&])runs=([^&]*)/.exec(window.location.hash);
     if (!match) return [];
-    return decodeURIComponent(match[1]).split(",").filter(function (id) { return ID.test(id); }).slice(0, 4);
+    return decodeURIComponent(match[1]).split(",")
+      .filter(function (id, i, all) { return ID.test(id) && all.indexOf(id) === i; }).slice(0, 4);
   }
 
   window.speedMatrixRun = function (run) { loaded[run.id] = run; };
@@ -64,11 +65,14 @@
     levels.forEach(function (n) { head.appendChild(el("th", String(n))); });
     var body = table.createTBody();
     contexts.forEach(function (pair) {
+      var ratios = levels.map(function (n) {
+        var key = pair[1] + "x" + n, a = base.totals[key], b = other.totals[key];
+        return a && b !== undefined ? b / a : null;
+      });
+      if (ratios.every(function (r) { return r === null; })) return;
       var tr = body.insertRow();
       tr.appendChild(el("th", pair[0]));
-      levels.forEach(function (n) {
-        var key = pair[1] + "x" + n, a = base.totals[key], b = other.totals[key];
-        var ratio = a && b !== undefined ? b / a : null;
+      ratios.forEach(function (ratio) {
         var cls = ratio === null || Math.abs(ratio - 1) < 0.02 ? "" : (ratio > 1 ? "ratio-up" : "ratio-down");
         tr.appendChild(el("td", ratio === null ? "—" : ratio.toFixed(2) + "×", cls));
       });
@@ -108,7 +112,6 @@
       if (missing.length) root.appendChild(el("p", "Unknown run: " + missing.join(", "), "errors"));
       return;
     }
-    document.getElementById("picker-help").hidden = true;
     var baseRun = runs[0];
     var ratios = el("section", null, "panel");
     ratios.appendChild(el("h2", "Ratio to " + baseRun.title));
@@ -136,7 +139,29 @@
     root.appendChild(diffs);
   }
 
+  function chooser(ids) {
+    var form = document.getElementById("picker-form");
+    var button = document.getElementById("picker-compare");
+    var boxes = form.querySelectorAll("input[name=run]");
+    form.hidden = false;
+    var order = ids.slice();
+    boxes.forEach(function (box) { box.checked = order.indexOf(box.value) >= 0; });
+    function update() { button.disabled = order.length < 2 || order.length > 4; }
+    form.addEventListener("change", function (event) {
+      var id = event.target.value;
+      order = order.filter(function (x) { return x !== id; });
+      if (event.target.checked) order.push(id);
+      update();
+    });
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      window.location.hash = "runs=" + order.map(encodeURIComponent).join(",");
+    });
+    update();
+  }
+
   var ids = chosenIds();
+  chooser(ids);
   if (ids.length) load(ids, function () { render(ids); });
   window.addEventListener("hashchange", function () { window.location.reload(); });
 })();
