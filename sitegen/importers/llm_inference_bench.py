@@ -12,10 +12,12 @@ import re
 from pathlib import Path
 from typing import NoReturn
 
+import msgspec
+
 from runner.schema import Bundle, DecodeCell, Engine, Hardware, PrefillPoint, RunInfo
 from sitegen.errors import InputError
 from sitegen.importers import bundle_id_from, validated
-from sitegen.importers.options import ImportOptions
+from sitegen.importers.options import ImportOptions, apply_options
 
 TOOL = "llm-inference-bench"
 DECODE_TESTS = {"duration": "Fixed duration", "request-count": "Fixed request count"}
@@ -45,25 +47,23 @@ def convert(data: dict, path: Path, options: ImportOptions) -> Bundle:
     doc = _Doc(path)
     meta = doc.get(data, "metadata", "metadata", dict)
     measured_at = _measured_at(doc, meta)
-    model = options.model or doc.get(meta, "model", "metadata.model", str)
-    engine = _engine(doc, data, meta, options)
     prefill, prefill_dropped = _prefill(doc, doc.get(data, "prefill", "prefill", dict))
     decode, decode_dropped = _decode(doc, data, meta)
-    bundle = Bundle(
-        id=bundle_id_from(options, model, options.gpu, engine.name, measured_at.date().isoformat() if measured_at else None),
-        model=model,
+    found = Bundle(
+        id="file",
+        model=doc.get(meta, "model", "metadata.model", str),
         measured_at=measured_at,
-        submitter=options.submitter,
-        origin=options.origin or f"{TOOL} import",
-        hardware=_hardware(doc, data, options),
-        engine=engine,
+        origin=f"{TOOL} import",
+        hardware=Hardware(os=_os_name(doc, data)),
+        engine=_engine(doc, data, meta),
         run=_run_info(doc, meta),
-        launch_command=options.launch_command,
         notes=CONTEXT_ZERO_NOTE if prefill_dropped or decode_dropped else None,
         prefill=prefill,
         decode=decode,
     )
-    return validated(bundle, path)
+    bundle = apply_options(found, options)
+    date = measured_at.date().isoformat() if measured_at else None
+    return validated(msgspec.structs.replace(bundle, id=bundle_id_from(options, bundle.model, bundle.hardware.gpu, bundle.engine.name, date)), path)
 
 
 class _Doc:
@@ -128,12 +128,12 @@ def _measured_at(doc: _Doc, meta: dict) -> dt.datetime | None:
     return moment.astimezone(dt.timezone.utc)
 
 
-def _engine(doc: _Doc, data: dict, meta: dict, options: ImportOptions) -> Engine:
-    """Engine name from metadata, version from the option or the tool's startup event."""
+def _engine(doc: _Doc, data: dict, meta: dict) -> Engine:
+    """Engine name from metadata, version from the tool's startup event."""
     name = doc.get(meta, "engine", "metadata.engine", str)
     if not name:
         doc.fail("metadata.engine", "expected an engine name, got an empty string")
-    return Engine(name=name, version=options.engine_version or _engine_version(doc, data), quantization=options.quantization)
+    return Engine(name=name, version=_engine_version(doc, data))
 
 
 def _engine_version(doc: _Doc, data: dict) -> str | None:
@@ -146,17 +146,6 @@ def _engine_version(doc: _Doc, data: dict) -> str | None:
         if match and match.group(1) != "?":
             return match.group(1)
     return None
-
-
-def _hardware(doc: _Doc, data: dict, options: ImportOptions) -> Hardware:
-    """Hardware from the options; the OS also from startup_diagnostics.uname."""
-    return Hardware(
-        type=options.hardware_type,
-        gpu=options.gpu,
-        gpu_count=options.gpu_count,
-        vram_per_gpu_gb=options.vram_per_gpu_gb,
-        os=options.os or _os_name(doc, data),
-    )
 
 
 def _os_name(doc: _Doc, data: dict) -> str | None:
