@@ -59,7 +59,6 @@ def main() -> None:
         runs = [one_run(window) for _ in range(args.repeats)]
         wall = statistics.median(r[0] for r in runs)
         windows = statistics.median(r[1] for r in runs)
-        cells = runs[0][2]
         overhead = statistics.median((r[0] - r[1]) / r[2] for r in runs)
         per_cell.append(overhead)
         print(f"{window:>7g}s {wall:>8.1f} {windows:>10.1f} {overhead:>13.2f}s {overhead / window:>8.1%}")

@@ -15,12 +15,12 @@ from runner.hardware import detect_gpus
 from runner.journal import Header, Journal, JournalError, journal_path, write_bundle
 from runner.metadata import build_header, is_local
 from runner.options import Options, OptionError
-from runner.plan import PlanSpec, decode_cells, default_contexts, default_prefill_contexts, over_capacity
+from runner.plan import PlanSpec, default_contexts, default_prefill_contexts, over_capacity
 from runner.probe import ServerError, ServerFacts, probe_server, queue_length, wait_ready
 from runner.progress import Progress
 from runner.prompts import Prompt, PromptMaker
 from runner.redact import redact
-from runner.schema import Bundle, DecodeCell, PrefillPoint
+from runner.schema import Bundle, DecodeCell, PrefillPoint, context_label
 
 DEFAULT_RUNS_DIR = Path("content/runs")
 
@@ -39,11 +39,6 @@ def plan_for(options: Options, facts: ServerFacts) -> PlanSpec:
     return PlanSpec(contexts=contexts, prefill_contexts=prefill, concurrency=list(options.concurrency),
                     duration=options.duration, max_output=options.max_output,
                     kv_capacity=facts.kv_capacity, max_model_len=max_len)
-
-
-def label(tokens: int) -> str:
-    """A context label as the pages write it: tokens / 1024 with a K."""
-    return f"{round(tokens / 1024)}K" if tokens >= 1024 else str(tokens)
 
 
 def _summary(item: PrefillPoint | DecodeCell) -> str:
@@ -121,7 +116,7 @@ class Measurement:
         for index, (context, concurrency) in enumerate(items):
             if self.journal.finished(self._existing(context, concurrency)):
                 continue
-            name = f"prefill {label(context)}" if concurrency is None else f"decode {label(context)} × {concurrency}"
+            name = f"prefill {context_label(context)}" if concurrency is None else f"decode {context_label(context)} × {concurrency}"
             done = sum(1 for c, n in items if self.journal.finished(self._existing(c, n)))
             self.progress.start(name, done, self._eta(items[index:]))
             try:

@@ -7,7 +7,8 @@ import os
 
 from runner.client import Client
 from runner.hardware import detect_gpus
-from runner.measure import MeasureError, label, plan_for
+from runner.measure import MeasureError, plan_for
+from runner.schema import context_label
 from runner.metadata import build_header, is_local
 from runner.options import Options
 from runner.plan import decode_cells, estimate_seconds, over_capacity
@@ -42,8 +43,8 @@ async def probe_report(options: Options) -> str:
         f"queue gauge:  {'yes' if facts.queue_gauge else 'no (queueing judged from average active requests)'}",
         f"GPUs:         {gpu_text}",
         f"bundle id:    {header.id}",
-        f"prefill at:   {', '.join(label(c) for c in plan.prefill_contexts)}",
-        f"decode:       {len(plan.contexts)} contexts ({', '.join(label(c) for c in plan.contexts)}) × "
+        f"prefill at:   {', '.join(context_label(c) for c in plan.prefill_contexts)}",
+        f"decode:       {len(plan.contexts)} contexts ({', '.join(context_label(c) for c in plan.contexts)}) × "
         f"{len(plan.concurrency)} concurrency levels ({', '.join(map(str, plan.concurrency))})",
         f"cells:        {len(cells)} ({skipped} over capacity), {plan.duration:g} s each, max output {plan.max_output:,} tokens",
         f"estimate:     about {duration_text(estimate_seconds(plan))}",

@@ -22,7 +22,7 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"(\b[A-Za-z_][\w]*{_SECRET_WORD}=){_VALUE}", re.I), rf"\1{REDACTED}"),
     # HTTP headers: Authorization: Bearer X, X-Api-Key: X.
     (re.compile(r"(Authorization\s*:\s*(?:Bearer|Basic|Token)?\s*)[^\s\"']+", re.I), rf"\1{REDACTED}"),
-    (re.compile(rf"((?:x-)?api-?key\s*:\s*)[^\s\"']+", re.I), rf"\1{REDACTED}"),
+    (re.compile(r"((?:x-)?api-?key\s*:\s*)[^\s\"']+", re.I), rf"\1{REDACTED}"),
     # A bearer token anywhere else: --header "Bearer X".
     (re.compile(r"(\bBearer\s+)(?!<redacted>)[^\s\"']+", re.I), rf"\1{REDACTED}"),
     # Credentials in URLs: scheme://user:pass@host and ?api_key=X / &token=X.

@@ -11,6 +11,9 @@ import math
 import re
 from decimal import ROUND_HALF_UP, Context, Decimal
 
+# Context labels belong to the bundle contract (runner and sitegen print them alike).
+from runner.schema import context_label, parse_context_label  # noqa: F401
+
 EMPTY = "—"
 # Enough digits to round any finite float (up to ~1.8e308) to a few places without overflowing.
 _WIDE = Context(prec=400)
@@ -28,29 +31,12 @@ def _trim(number: str) -> str:
     return number[:-2] if number.endswith(".0") else number
 
 
-def context_label(tokens: int) -> str:
-    """Context length as the pages print it: tokens / 1024 with a K ("251K" = 257,024)."""
-    if tokens % 1024 == 0:
-        return f"{tokens // 1024}K"
-    if tokens < 1024:
-        return str(tokens)
-    return _trim(f"{_round(tokens / 1024, 1)}") + "K"
-
-
 def parse_number(text: str) -> float:
     """A finite number ("30", "4096.5"); ValueError for anything else, "nan" and "1e400" included."""
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"not a finite number: {text!r}")
     return value
-
-
-def parse_context_label(label: str) -> int:
-    """Inverse of context_label: "8K" -> 8192, "1000" -> 1000."""
-    text = label.strip().replace(",", "")
-    if text.upper().endswith("K"):
-        return int(round(parse_number(text[:-1]) * 1024))
-    return int(text)
 
 
 def tok_s(value: float | None) -> str:

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import msgspec
-
 from runner.schema import Bundle
 from sitegen.errors import InputError
 from sitegen.importers.options import ImportOptions
