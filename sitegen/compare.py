@@ -75,11 +75,6 @@ def relation_of(a: Keys, b: Keys) -> str | None:
     return OTHER_MODEL if same_hardware else None
 
 
-def relation(a: Bundle, b: Bundle) -> str | None:
-    """Why a and b are worth comparing, or None when they share neither model nor hardware."""
-    return relation_of(keys_of(a), keys_of(b))
-
-
 def baseline_first(a: Bundle, b: Bundle) -> tuple[Bundle, Bundle]:
     """Order a pair so the earlier measured run (undated first, then by id) is the baseline."""
     pair = sorted((a, b), key=lambda x: (x.measured_at or _EPOCH, x.id))
