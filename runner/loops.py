@@ -19,12 +19,11 @@ _TAIL = max(MIN_REPEATS * MAX_PERIOD, MIN_SPAN)
 class LoopDetector:
     """Incremental detector for one stream; feed it text as it arrives."""
 
-    __slots__ = ("_tail", "_pending", "looped")
+    __slots__ = ("_tail", "looped")
 
     def __init__(self) -> None:
         """Start with an empty text."""
         self._tail = ""
-        self._pending = 0
         self.looped = False
 
     def feed(self, text: str) -> bool:
