@@ -40,6 +40,8 @@ class Field(msgspec.Struct, frozen=True):
 
 
 class Section(msgspec.Struct, frozen=True):
+    """One of the Hardware, Engine and Run sections: a heading and its known fields."""
+
     heading: str
     fields: list[Field]
 
@@ -73,6 +75,8 @@ class MatrixCell(msgspec.Struct, frozen=True):
 
 
 class MatrixRow(msgspec.Struct, frozen=True):
+    """One context length of the decode matrix, a cell per concurrency level."""
+
     label: str
     cells: list[MatrixCell]
 
