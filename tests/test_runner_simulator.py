@@ -101,7 +101,10 @@ def test_sigkill_mid_matrix_then_resume_loses_and_repeats_nothing(tmp_path: Path
     before = journal.read_bytes()
     kept = _decode_lines(journal)
     assert 2 <= len(kept) < 5
-    assert len(decode_bundle(out.read_bytes()).decode) == len(kept)  # the bundle was valid when killed
+    # The journal is written first and the bundle right after, so a kill between the two leaves the bundle
+    # one cell behind; it is still valid, and --resume rebuilds it from the journal.
+    in_bundle = [(c.context_tokens, c.concurrency) for c in decode_bundle(out.read_bytes()).decode]
+    assert in_bundle in (kept, kept[:-1])
 
     done = subprocess.run(command + ["--resume"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
