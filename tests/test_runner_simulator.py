@@ -59,8 +59,10 @@ def test_figures_and_statuses_match_the_simulator(tmp_path: Path) -> None:
     assert [p.status for p in prefill.values()] == ["Valid", "Valid"]
     assert prefill[8192].prompt_tokens == 8191  # one below the max length leaves room for the output token
     for point in prefill.values():
-        assert point.prompt_tok_s == pytest.approx(10_000, rel=0.05)
-        assert point.ttft_ms == pytest.approx(point.prompt_tokens / 10, rel=0.05)
+        # A busy machine can only delay the first token, never hasten it: tight below, looser above.
+        modelled_ms = point.prompt_tokens / 10
+        assert modelled_ms * 0.99 <= point.ttft_ms <= modelled_ms * 1.12
+        assert 10_000 / 1.12 <= point.prompt_tok_s <= 10_000 * 1.01
 
 
 def test_looped_streams_discard_the_cell(tmp_path: Path) -> None:
