@@ -21,7 +21,7 @@ _METADATA_FLAGS = (
     ("--hardware-type", "hardware_type", str, "Hardware type, e.g. 'Discrete GPU'."),
     ("--gpu", "gpu", str, "GPU name, e.g. 'H200 NVL'."),
     ("--gpu-count", "gpu_count", int, "Number of GPUs."),
-    ("--vram-per-gpu", "vram_per_gpu_gb", float, "VRAM per GPU in GB."),
+    ("--vram-per-gpu-gb", "vram_per_gpu_gb", float, "VRAM per GPU in GB (as sold, e.g. 141)."),
     ("--os", "os", str, "Operating system."),
     ("--engine-name", "engine_name", str, "Engine name, e.g. vllm."),
     ("--engine-version", "engine_version", str, "Engine version."),

@@ -6,6 +6,11 @@ import sys
 
 import msgspec
 
+# Capacities as vendors sell them (and as the published pages print them). NVML reports what
+# the driver can address, a little under: an H200 sold as 141 GB reports 143,771 MiB, 140.4 GiB.
+MARKETED_GB = (8, 10, 11, 12, 16, 20, 24, 32, 40, 48, 64, 80, 94, 96, 128, 141, 180, 186, 192, 256, 288)
+MARKETED_TOLERANCE = 0.02
+
 
 class GpuInfo(msgspec.Struct, kw_only=True):
     """What NVML says about the local GPUs."""
@@ -35,7 +40,14 @@ def detect_gpus() -> GpuInfo | None:
     except pynvml.NVMLError:
         return None
     name = name.decode() if isinstance(name, bytes) else name
-    return GpuInfo(name=name.removeprefix("NVIDIA ").strip(), count=count, vram_per_gpu_gb=round(memory / 2**30))
+    return GpuInfo(name=name.removeprefix("NVIDIA ").strip(), count=count, vram_per_gpu_gb=marketed_gb(memory))
+
+
+def marketed_gb(total_bytes: int) -> float:
+    """The memory a GPU is sold with, from NVML's total: the marketed size within 2 %, else whole GiB."""
+    gib = total_bytes / 2**30
+    nearest = min(MARKETED_GB, key=lambda size: abs(size - gib))
+    return nearest if abs(nearest - gib) <= MARKETED_TOLERANCE * nearest else round(gib)
 
 
 def local_os() -> str:

@@ -10,6 +10,7 @@ import pytest
 
 from runner.cell import decode_figures, queued
 from runner.client import Trace, server_root
+from runner.hardware import marketed_gb
 from runner.journal import Header, Journal, JournalError, journal_path
 from runner.launch import parse_launch
 from runner.loops import LoopDetector
@@ -140,6 +141,18 @@ def test_queued_rule() -> None:
     assert not queued([0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0], 4.0, 4)
     assert not queued([0, 1, 0, 0, 0, 0, 0, 0, 0, 0], 4.0, 4)
     assert queued([], 3.5, 4) and not queued([], 3.9, 4)
+
+
+@pytest.mark.parametrize(("mib", "expected"), [
+    (143_771, 141),  # H200: the seeds print 141 GB
+    (81_559, 80),  # H100 SXM
+    (183_359, 180),  # B200
+    (24_564, 24),  # RTX 4090
+    (46_068, 45),  # L40S: 45 GiB is 6 % under its 48 GB, too far to snap
+    (110_000, 107),  # nothing sold near it: whole GiB
+])
+def test_nvml_memory_reads_as_the_marketed_size(mib: int, expected: float) -> None:
+    assert marketed_gb(mib * 2**20) == expected
 
 
 def test_launch_command_facts() -> None:
