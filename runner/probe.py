@@ -17,6 +17,10 @@ from runner import metrics
 from runner.client import Client, RequestFailed
 
 
+# Engines that name themselves in /v1/models' owned_by, spelled as pages print them.
+ENGINE_BY_OWNER = {"tensorrt_llm": "tensorrt-llm"}
+
+
 class ServerError(Exception):
     """The server cannot be measured (not ready, wrong model, …); str() is one line for the user."""
 
@@ -100,11 +104,12 @@ async def probe_server(client: Client, wanted_model: str | None, ready_timeout: 
         slots = await client.get_json("/slots", root=True)
         if isinstance(slots, list) and slots:
             facts.slots = len(slots)
-    elif isinstance(sglang, dict) and ("max_total_num_tokens" in sglang or owner == "sglang"):
+    elif isinstance(sglang, dict) and ({"max_total_num_tokens", "internal_states"} & sglang.keys() or owner == "sglang"):
         facts.engine = "sglang"
         facts.version = sglang.get("version") or (version or {}).get("version")
         facts.max_model_len = facts.max_model_len or _int(sglang.get("context_length"))
-        facts.kv_capacity, facts.kv_source = _int(sglang.get("max_total_num_tokens")), "sglang /get_server_info"
+        facts.kv_capacity = _sglang_kv_tokens(sglang)
+        facts.kv_source = "sglang /get_server_info" if facts.kv_capacity else None
     elif isinstance(tgi, dict) and "model_id" in tgi:
         facts.engine, facts.version, facts.build = "tgi", tgi.get("version"), tgi.get("sha")
         facts.max_model_len = facts.max_model_len or _int(tgi.get("max_total_tokens"))
@@ -112,7 +117,7 @@ async def probe_server(client: Client, wanted_model: str | None, ready_timeout: 
         facts.kv_source = "tgi /info" if facts.kv_capacity else None
         facts.ignore_eos = False
     elif isinstance(version, dict) and version.get("version"):
-        facts.engine = owner if owner and owner not in ("system", "organization-owner") else "vllm"
+        facts.engine = ENGINE_BY_OWNER.get(owner, owner if owner and owner not in ("system", "organization-owner") else "vllm")
         facts.version = str(version["version"])
         facts.simulated = bool(version.get("simulator")) or facts.version.endswith("+sim")
     else:
@@ -127,6 +132,19 @@ async def probe_server(client: Client, wanted_model: str | None, ready_timeout: 
     if kv_capacity:
         facts.kv_capacity, facts.kv_source = kv_capacity, "--kv-capacity"
     return facts
+
+
+def _sglang_kv_tokens(info: dict) -> int | None:
+    """SGLang's KV pool in tokens, over all data-parallel ranks.
+
+    Releases put max_total_num_tokens at the top level (rank 0's scheduler) or in each
+    rank's `internal_states`; every data-parallel rank holds a pool of that size.
+    """
+    states = info.get("internal_states")
+    ranks = [s for s in states if isinstance(s, dict)] if isinstance(states, list) else []
+    per_rank = _int(info.get("max_total_num_tokens")) or next(
+        (n for n in (_int(s.get("max_total_num_tokens")) for s in ranks) if n), None)
+    return per_rank * (_int(info.get("dp_size")) or 1) if per_rank else None
 
 
 def _llama_cpp(facts: ServerFacts, props: dict, entry: dict) -> None:
