@@ -174,7 +174,8 @@ async def measure(options: Options, simulated: bool = False, progress: Progress 
     api_key = os.environ.get(options.api_key_env) or None
     client = Client(options.base_url, api_key, options.stall_timeout)
     try:
-        facts = await probe_server(client, options.model, options.ready_timeout, options.kv_capacity)
+        facts = await probe_server(client, options.model, options.ready_timeout, options.kv_capacity,
+                                    options.launch_command)
         if options.resume:
             path = _find_journal(options)
             journal = Journal.load(path)

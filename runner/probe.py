@@ -15,6 +15,7 @@ import msgspec
 
 from runner import metrics
 from runner.client import Client, RequestFailed
+from runner.launch import parse_launch
 
 
 # Engines that name themselves in /v1/models' owned_by, spelled as pages print them.
@@ -86,8 +87,11 @@ def _int(value: Any) -> int | None:
 
 
 async def probe_server(client: Client, wanted_model: str | None, ready_timeout: float,
-                       kv_capacity: int | None = None) -> ServerFacts:
-    """Wait for the server, then gather every fact the run and the bundle need."""
+                       kv_capacity: int | None = None, launch_command: str | None = None) -> ServerFacts:
+    """Wait for the server, then gather every fact the run and the bundle need.
+
+    `launch_command` settles what the API cannot tell: whether llama.cpp's slots share one KV buffer.
+    """
     entries = await wait_ready(client, ready_timeout)
     model = choose_model(entries, wanted_model, client.base_url)
     entry = next(e for e in entries if e.get("id") == model)
@@ -100,7 +104,7 @@ async def probe_server(client: Client, wanted_model: str | None, ready_timeout: 
         client.get_json("/get_server_info", root=True), client.get_json("/info", root=True),
     )
     if isinstance(props, dict) and "default_generation_settings" in props:
-        _llama_cpp(facts, props, entry)
+        _llama_cpp(facts, props, entry, parse_launch(launch_command).llama_kv_unified)
         slots = await client.get_json("/slots", root=True)
         if isinstance(slots, list) and slots:
             facts.slots = len(slots)
@@ -147,8 +151,13 @@ def _sglang_kv_tokens(info: dict) -> int | None:
     return per_rank * (_int(info.get("dp_size")) or 1) if per_rank else None
 
 
-def _llama_cpp(facts: ServerFacts, props: dict, entry: dict) -> None:
-    """Facts from llama.cpp's /props: per-slot context is the max length, all slots the KV cache."""
+def _llama_cpp(facts: ServerFacts, props: dict, entry: dict, unified: bool | None) -> None:
+    """Facts from llama.cpp's /props: per-slot context is the max length; the KV cache is that
+    context once when the slots share one buffer (`unified`), else once per slot.
+
+    The API looks the same either way, so with `unified` unknown the split cache is assumed
+    and the source says so.
+    """
     facts.engine = "llama.cpp"
     facts.build = props.get("build_info") or None
     facts.version = facts.build
@@ -156,8 +165,12 @@ def _llama_cpp(facts: ServerFacts, props: dict, entry: dict) -> None:
     slots = _int(props.get("total_slots"))
     facts.max_model_len = per_slot or _int((entry.get("meta") or {}).get("n_ctx_train"))
     facts.slots = slots
-    if per_slot and slots:
-        facts.kv_capacity, facts.kv_source = per_slot * slots, "llama.cpp /props n_ctx × total_slots"
+    if per_slot and unified:
+        facts.kv_capacity, facts.kv_source = per_slot, "llama.cpp /props n_ctx, one KV buffer shared by the slots"
+    elif per_slot and slots:
+        facts.kv_capacity = per_slot * slots
+        facts.kv_source = "llama.cpp /props n_ctx × total_slots" + (
+            "" if unified is False else "; assumes a KV buffer per slot (-np N): give --launch-command to tell")
 
 
 async def _scrape(client: Client) -> list[metrics.Sample]:

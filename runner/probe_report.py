@@ -22,7 +22,8 @@ async def probe_report(options: Options) -> str:
     api_key = os.environ.get(options.api_key_env) or None
     client = Client(options.base_url, api_key, options.stall_timeout)
     try:
-        facts = await probe_server(client, options.model, options.ready_timeout, options.kv_capacity)
+        facts = await probe_server(client, options.model, options.ready_timeout, options.kv_capacity,
+                                    options.launch_command)
     except ServerError as exc:
         raise MeasureError(redact(str(exc), [api_key] if api_key else [])) from None
     finally:

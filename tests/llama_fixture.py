@@ -116,12 +116,13 @@ class LlamaServer:
         self.process = process
 
 
-def start_llama_server(model: Path, log: Path, context: int = 8192, slots: int = SLOTS) -> LlamaServer:
-    """Start llama-server on a free port and wait until /health answers 200."""
+def start_llama_server(model: Path, log: Path, context: int = 8192, slots: int = SLOTS,
+                       extra: tuple[str, ...] = ()) -> LlamaServer:
+    """Start llama-server on a free port with `extra` flags and wait until /health answers 200."""
     port = _free_port()
     command = [
         llama_server_binary(), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
-        "-np", str(slots), "-c", str(context), "--metrics", "--slots", "-t", "1", "--no-warmup",
+        "-np", str(slots), "-c", str(context), "--metrics", "--slots", "-t", "1", "--no-warmup", *extra,
     ]
     process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=os.environ.copy())
     deadline = time.monotonic() + 60

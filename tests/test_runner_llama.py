@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.llama_fixture import SLOTS, llama_server  # noqa: F401  (session fixture)
+from tests.llama_fixture import SLOTS, LlamaServer, llama_server, make_tiny_gguf, start_llama_server  # noqa: F401
+from runner.client import Client
 from runner.measure import measure
 from runner.options import Options
+from runner.probe import ServerFacts, probe_server
 from runner.progress import Progress
 from runner.schema import decode_bundle
 
@@ -35,3 +37,30 @@ def test_requests_queued_exactly_where_requests_exceed_slots(llama_server, tmp_p
         assert cell.output_tokens == pytest.approx(cell.total_tok_s * cell.measured_s, abs=1)
     assert [p.prompt_tokens for p in bundle.prefill] == [300, 1000]
     assert all(p.status == "Valid" and p.prompt_tok_s > 0 for p in bundle.prefill)
+
+
+def _probe(server: LlamaServer, launch_command: str | None) -> ServerFacts:
+    """What the runner learns from `server`, told (or not) how it was launched."""
+    async def probe() -> ServerFacts:
+        client = Client(server.base_url, api_key=None)
+        try:
+            return await probe_server(client, None, ready_timeout=10, launch_command=launch_command)
+        finally:
+            await client.aclose()
+    return asyncio.run(probe())
+
+
+def test_kv_capacity_of_split_and_shared_slot_caches(llama_server, tmp_path: Path) -> None:  # noqa: F811
+    """-c 8192 is the whole KV cache either way; the API alone cannot tell a shared one apart."""
+    split = _probe(llama_server, " ".join(llama_server.command))
+    assert (split.slots, split.max_model_len, split.kv_capacity) == (SLOTS, 8192 // SLOTS, 8192)
+    shared = start_llama_server(make_tiny_gguf(tmp_path / "tiny.gguf"), tmp_path / "server.log", extra=("--kv-unified",))
+    try:
+        told = _probe(shared, " ".join(shared.command))
+        untold = _probe(shared, None)
+    finally:
+        shared.process.terminate()
+        shared.process.wait(timeout=10)
+    assert (told.slots, told.max_model_len, told.kv_capacity) == (SLOTS, 8192, 8192)
+    assert "shared" in told.kv_source
+    assert untold.kv_capacity == SLOTS * 8192 and "--launch-command" in untold.kv_source

@@ -161,6 +161,19 @@ def test_launch_command_facts() -> None:
     assert parse_launch("llama-server -m x").gpu_count is None
 
 
+@pytest.mark.parametrize(("command", "unified"), [
+    (None, None),  # nothing to go by
+    ("llama-server -m x", True),  # automatic slot count shares the buffer
+    ("llama-server -m x -np 4", False),
+    ("llama-server -m x --parallel=4 -kvu", True),
+    ("llama-server -m x -kvu --no-kv-unified", False),  # the last switch wins
+    ("LLAMA_ARG_KV_UNIFIED=1 llama-server -m x -np 8", True),
+    ("LLAMA_ARG_N_PARALLEL=8 llama-server -m x", False),
+])
+def test_llama_kv_unified_from_the_launch_command(command: str | None, unified: bool | None) -> None:
+    assert parse_launch(command).llama_kv_unified is unified
+
+
 def test_slug_and_server_root() -> None:
     assert slug("Qwen3/Qwen3-8B", "H200 NVL", "vllm", "2026-09-03") == "qwen3-qwen3-8b-h200-nvl-vllm-2026-09-03"
     assert server_root("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000"
