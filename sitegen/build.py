@@ -42,7 +42,7 @@ class Site(msgspec.Struct, kw_only=True):
     fingerprints: dict[str, str] = {}
     views: dict[str, runview.RunView] = {}
 
-    decode_blocks: dict[str, Markup] = {}
+    decode_blocks: dict[tuple[str, bool], Markup] = {}
 
     def view(self, bundle: Bundle) -> runview.RunView:
         """A bundle's display view, computed once per build (comparison pages reuse it)."""
@@ -50,11 +50,14 @@ class Site(msgspec.Struct, kw_only=True):
             self.views[bundle.id] = runview.run_view(bundle)
         return self.views[bundle.id]
 
-    def decode_block(self, bundle: Bundle) -> Markup:
-        """A run's rendered Sustained decode section (`_decode.html`), rendered once per build."""
-        if bundle.id not in self.decode_blocks:
-            self.decode_blocks[bundle.id] = Markup(self.env.get_template("_decode.html").render(view=self.view(bundle)))
-        return self.decode_blocks[bundle.id]
+    def decode_block(self, bundle: Bundle, compact: bool = False) -> Markup:
+        """A run's rendered Sustained decode section (`_decode.html`), rendered once per build;
+        `compact` leaves out the TTFT lines so two matrices fit side by side."""
+        key = (bundle.id, compact)
+        if key not in self.decode_blocks:
+            template = self.env.get_template("_decode.html")
+            self.decode_blocks[key] = Markup(template.render(view=self.view(bundle), compact=compact))
+        return self.decode_blocks[key]
 
     def fingerprint(self, bundle: Bundle) -> str:
         """A hash of one bundle's content, computed once per build."""
@@ -141,7 +144,7 @@ def _picker_script(bundle: Bundle, view: runview.RunView) -> str:
         "facts": list(compare.section_values(bundle).items()),
         "concurrencies": view.concurrencies,
         "rows": [
-            {"label": row.label, "cells": [{"value": c.value, "note": c.note, "ttft": c.ttft, "status": c.status} for c in row.cells]}
+            {"label": row.label, "cells": [{"value": c.value, "note": c.note, "heat": c.heat, "status": c.status} for c in row.cells]}
             for row in view.matrix
         ],
         "totals": {f"{c.context_tokens}x{c.concurrency}": c.total_tok_s for c in bundle.decode if c.total_tok_s is not None},
@@ -158,7 +161,7 @@ def write_compare(stage: Stage, site: Site, plan: Publication, a: Bundle, b: Bun
         return
     template = site.env.get_template("compare.html")
     html = template.render(
-        urls=Urls(1), a=a, b=b, why=why, view_a=site.view(a), view_b=site.view(b), decode_a=site.decode_block(a), decode_b=site.decode_block(b),
+        urls=Urls(1), a=a, b=b, why=why, view_a=site.view(a), view_b=site.view(b), decode_a=site.decode_block(a, compact=True), decode_b=site.decode_block(b, compact=True),
         ratios=compare_rows(a, b), diffs=compare.field_diffs(a, b), **site.context(),
     )
     stage.write(path, html)

@@ -44,8 +44,9 @@
       tr.appendChild(el("th", row.label));
       row.cells.forEach(function (cell) {
         var td = el("td", null, "cell status-" + (cell.status || "none").toLowerCase().replace(/ /g, "-"));
-        [["value", "value"], ["note", "note"], ["ttft", "ttft"]].forEach(function (part) {
-          if (cell[part[0]]) td.appendChild(el("span", cell[part[0]], part[1]));
+        if (cell.heat !== null) td.style.setProperty("--heat", String(cell.heat));
+        ["value", "note"].forEach(function (part) {
+          if (cell[part]) td.appendChild(el("span", cell[part], part));
         });
         tr.appendChild(td);
       });
