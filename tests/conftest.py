@@ -21,6 +21,18 @@ CHROMIUM_ARGS = [
 ]
 
 
+# Figures the hostile-input tests report (inputs tried, strings rendered), printed after the run.
+FIGURES: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the figures the tests collected, so CI's log shows how much was tried."""
+    if FIGURES:
+        terminalreporter.section("figures")
+        for line in FIGURES:
+            terminalreporter.write_line(line)
+
+
 def normalize_page_text(text: str) -> str:
     """Page text for comparison: no whitespace, no markdown list or table punctuation, no label colons."""
     kept = []

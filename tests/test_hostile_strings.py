@@ -14,7 +14,7 @@ import pytest
 from sitegen.build import build_site
 from sitegen.exports import FORMULA_STARTS
 from sitegen.slug import slugify
-from tests.conftest import ROOT, serve_folder
+from tests.conftest import FIGURES, ROOT, serve_folder
 from tests.test_site_browser import _guard
 
 # The first one leads every field of run A (a formula for the CSVs), the last leads run B (a URL scheme).
@@ -124,4 +124,4 @@ def test_hostile_text_is_shown_literally_and_never_runs(page, hostile_site: Path
         assert page.evaluate("typeof window.__pwned") == "undefined", path
         RENDERED["pages"] += 1
     assert outside == [] and page.console_errors == []
-    print(f"\nhostile: {len(HOSTILE)} hostile strings x {RENDERED['pages']} pages rendered in chromium, shown literally, none ran")
+    FIGURES.append(f"hostile: {len(HOSTILE)} hostile strings x {RENDERED['pages']} pages rendered in chromium, shown literally, none ran")
