@@ -31,7 +31,8 @@ GREY = "rgba(128,128,128,0.35)"
 TEXT_GREY = "#808080"
 TRANSPARENT = "rgba(0,0,0,0)"
 LABEL_LIMIT = 60
-CONFIG = {"responsive": True, "displaylogo": False}
+CONFIG = {"responsive": True, "displaylogo": False, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
+LEGEND = {"title": {"text": ""}, "orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yanchor": "bottom", "yref": "container"}
 INDEX_HOVER = "%{text}<br>%{x:,.1f} tok/s per user<br>%{y:,.1f} tok/s per GPU<extra>%{fullData.name}</extra>"
 _SCRIPT_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 
@@ -68,10 +69,13 @@ def log2_axis(title_text: str, values: list[int]) -> dict[str, Any]:
     return axis(title_text, type="log", tickvals=values, ticktext=[str(v) for v in values])
 
 
-def figure(data: list[dict[str, Any]], title_text: str, xaxis: dict[str, Any], yaxis: dict[str, Any]) -> Figure:
-    """Wrap traces in the shared layout: transparent backgrounds, relative size, no template."""
+def figure(data: list[dict[str, Any]], xaxis: dict[str, Any], yaxis: dict[str, Any]) -> Figure:
+    """Wrap traces in the shared layout: transparent backgrounds, relative size, no template.
+
+    The page gives each chart its title, so plotly's toolbar has nothing to cover; the legend
+    sits below the plot so that a phone keeps the plot's full width.
+    """
     layout = {
-        "title": {"text": title_text},
         "xaxis": xaxis,
         "yaxis": yaxis,
         "autosize": True,
@@ -80,10 +84,26 @@ def figure(data: list[dict[str, Any]], title_text: str, xaxis: dict[str, Any], y
         "font": {"color": TEXT_GREY},
         "colorway": COLORWAY,
         "hovermode": "closest",
-        "legend": {"title": {"text": ""}},
-        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "legend": LEGEND,
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
     }
     return {"data": data, "layout": layout, "config": CONFIG}
+
+
+def log_axis(title_text: str, values: list[float]) -> dict[str, Any]:
+    """A log axis ticked at 1-2-5 steps over the values' range ("200", "1K", "5K"), not every digit."""
+    ticks = [step * 10**power for power in range(-1, 9) for step in (1, 2, 5)]
+    lo, hi = (min(values), max(values)) if values else (1, 10)
+    shown = [t for t in ticks if lo / 2 <= t <= hi * 2]
+    return axis(title_text, type="log", tickvals=shown, ticktext=[tick_text(t) for t in shown])
+
+
+def tick_text(value: float) -> str:
+    """A round axis value as short text: 500, 2K, 10K, 1M."""
+    for size, suffix in ((1e6, "M"), (1e3, "K")):
+        if value >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
 
 
 def rows_by_context(bundle: Bundle) -> list[tuple[str, list[DecodeCell]]]:
@@ -106,7 +126,7 @@ def prefill_figure(bundle: Bundle) -> Figure:
         "customdata": [round(p.ttft_ms) if p.ttft_ms is not None else None for p in points],
         "hovertemplate": "%{x}: %{y:,.0f} tok/s<br>%{customdata:,} ms TTFT<extra></extra>",
     }
-    return figure([trace], "Prefill", axis("context", type="category"), axis("prompt tok/s", rangemode="tozero"))
+    return figure([trace], axis("context", type="category"), axis("prompt tok/s", rangemode="tozero"))
 
 
 def decode_figure(bundle: Bundle) -> Figure:
@@ -123,19 +143,21 @@ def decode_figure(bundle: Bundle) -> Figure:
         for name, cells in rows_by_context(bundle)
     ]
     levels = sorted({c.concurrency for c in valued_cells(bundle)})
-    return figure(
-        data, "Sustained decode", log2_axis("simultaneous requests", levels), axis("total tok/s", rangemode="tozero")
-    )
+    return figure(data, log2_axis("simultaneous requests", levels), axis("total tok/s", rangemode="tozero"))
 
 
 def latency_figure(bundle: Bundle) -> Figure:
-    """Per-request tok/s against total tok/s, a line per context, points labelled by concurrency."""
+    """Per-request tok/s against total tok/s, a line per context.
+
+    Total tok/s is on a log axis, where each doubling of requests moves a point about as far;
+    only the shortest context's points carry their concurrency as a label, lest labels pile up.
+    """
     data = []
-    for name, cells in rows_by_context(bundle):
+    for index, (name, cells) in enumerate(rows_by_context(bundle)):
         known = [c for c in cells if c.per_request_tok_s is not None]
         data.append({
             "type": "scatter",
-            "mode": "lines+markers+text",
+            "mode": "lines+markers+text" if index == 0 else "lines+markers",
             "name": name,
             "x": [r1(c.total_tok_s) for c in known],
             "y": [r1(c.per_request_tok_s) for c in known],
@@ -143,9 +165,8 @@ def latency_figure(bundle: Bundle) -> Figure:
             "textposition": "top center",
             "hovertemplate": name + " × %{text}: %{x:,.1f} total, %{y:,.1f} per request tok/s<extra></extra>",
         })
-    return figure(
-        data, "Throughput against speed per request", axis("total tok/s"), axis("per request tok/s", rangemode="tozero")
-    )
+    totals = [x for trace in data for x in trace["x"]]
+    return figure(data, log_axis("total tok/s", totals), axis("per request tok/s", rangemode="tozero"))
 
 
 def run_figures(bundle: Bundle) -> dict[str, Figure]:
@@ -208,7 +229,6 @@ def index_figure(bundles: list[Bundle]) -> Figure:
     )
     return figure(
         data + [frontier],
-        "Throughput per GPU against speed per user",
         axis("tok/s per user", rangemode="tozero"),
         axis("tok/s per GPU", rangemode="tozero"),
     )

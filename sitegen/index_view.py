@@ -40,6 +40,7 @@ class RunRow(msgspec.Struct, frozen=True):
 
 
 def run_row(summary: RunSummary) -> RunRow:
+    """The display strings of one run's row; the peak's cell ("8K × 64") goes on a line of its own."""
     peak_cell = None
     if summary.peak_context_tokens is not None and summary.peak_concurrency is not None:
         peak_cell = f"{f.context_label(summary.peak_context_tokens)} × {summary.peak_concurrency}"

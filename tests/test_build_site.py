@@ -85,3 +85,14 @@ def test_adding_a_run_leaves_the_other_pages_alone(tmp_path: Path) -> None:
     report = build_site(content, out)
     assert "(3 pages rendered, 9 unchanged and reused)" in report
     assert "Newcomer-7B" in (out / "index.html").read_text()
+
+
+def test_index_chart_names_the_runs_it_cannot_plot(tmp_path: Path) -> None:
+    content = _content(tmp_path)
+    bundle = json.loads((content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    bundle.update(id="no-gpu-count", model="Countless-7B")
+    bundle["hardware"]["gpu_count"] = None
+    (content / "runs" / "no-gpu-count.json").write_text(json.dumps(bundle))
+    build_site(content, tmp_path / "site")
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert "their GPU count is unknown and so is their tok/s per GPU: Countless-7B." in index

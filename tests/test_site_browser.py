@@ -40,19 +40,22 @@ def test_index_sorts_by_any_column_and_filters(page, site_server: str) -> None:
     assert dated == sorted(dated, reverse=True) and dates == dated + [""], "newest first, undated last"
     page.click("#runs-table thead th[data-key=peak] button")
     peaks = [float(v) for v in _column(page, 8)]
-    assert peaks == sorted(peaks) and len(peaks) == 3
+    assert peaks == sorted(peaks, reverse=True) and len(peaks) == 3, "numbers start biggest first"
     page.click("#runs-table thead th[data-key=peak] button")
-    assert [float(v) for v in _column(page, 8)] == sorted(peaks, reverse=True)
+    assert [float(v) for v in _column(page, 8)] == sorted(peaks)
+    for _ in range(2):
+        page.click("#runs-table thead th[data-key=date] button")
+        assert _column(page, 5)[-1] == "", "a run without the figure goes last either way"
     page.click("#runs-table thead th[data-key=model] button")
     models = _column(page, 1)
     assert models == sorted(models, key=str.lower)
     page.select_option("#filters select[name=gpu]", "H200 NVL")
-    assert len(_column(page, 1)) == 2
+    assert len(_column(page, 1)) == 2 and page.text_content("#runs-shown") == "Showing 2 of 3 runs"
     page.select_option("#filters select[name=model]", "Ling-3.0-flash-fp4")
     assert _column(page, 1) == ["Ling-3.0-flash-fp4"]
     page.select_option("#filters select[name=gpu]", "")
     page.select_option("#filters select[name=model]", "")
-    assert len(_column(page, 1)) == 3
+    assert len(_column(page, 1)) == 3 and page.text_content("#runs-shown") == ""
     assert outside == [] and page.console_errors == []
 
 

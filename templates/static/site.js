@@ -42,16 +42,19 @@
       button.textContent = label;
       th.appendChild(button);
       th.setAttribute("aria-sort", "none");
+      var numeric = th.getAttribute("data-kind") === "number";
       button.addEventListener("click", function () {
-        var ascending = th.getAttribute("aria-sort") !== "ascending";
+        // Numbers start biggest first, text A to Z; a second click reverses.
+        var current = th.getAttribute("aria-sort");
+        var ascending = current === "none" ? !numeric : current !== "ascending";
         headers.forEach(function (other) { other.setAttribute("aria-sort", "none"); });
         th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
-        var numeric = th.getAttribute("data-kind") === "number";
         var body = table.tBodies[0];
         var rows = Array.prototype.slice.call(body.rows);
         rows.sort(function (a, b) {
           var x = a.cells[column].getAttribute("data-value");
           var y = b.cells[column].getAttribute("data-value");
+          if (!x || !y) return (x ? 0 : 1) - (y ? 0 : 1);  // runs without the figure go last either way
           var order = numeric ? parseFloat(x) - parseFloat(y) : x.localeCompare(y);
           return ascending ? order : -order;
         });
@@ -63,13 +66,17 @@
   function filters(form, table) {
     form.hidden = false;
     var selects = form.querySelectorAll("select");
+    var count = document.getElementById("runs-shown");
     function apply() {
-      Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
-        var shown = Array.prototype.every.call(selects, function (select) {
+      var rows = table.tBodies[0].rows;
+      var shown = 0;
+      Array.prototype.forEach.call(rows, function (row) {
+        row.hidden = !Array.prototype.every.call(selects, function (select) {
           return !select.value || row.getAttribute("data-" + select.name) === select.value;
         });
-        row.hidden = !shown;
+        if (!row.hidden) shown += 1;
       });
+      if (count) count.textContent = shown === rows.length ? "" : "Showing " + shown + " of " + rows.length + " runs";
     }
     selects.forEach(function (select) { select.addEventListener("change", apply); });
   }
