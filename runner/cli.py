@@ -6,12 +6,12 @@ import asyncio
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
-import msgspec
 
 from runner.options import DEFAULT_BASE_URL, Metadata, OptionError, Options, parse_count, parse_list
+from runner.plan import DEFAULT_CONTEXTS_TEXT, DEFAULT_PREFILL_TEXT
 
 _METADATA_FLAGS = (
     ("--id", "id", str, "Bundle id (slug); default: model, GPU, engine and date."),
@@ -47,26 +47,37 @@ def _list_option(parser: Callable[[str], Any], item: Callable[[str], int] | None
     return convert
 
 
-def _server_options(function: Callable) -> Callable:
-    """Options shared by probe, measure and simulate."""
-    decorators = [
-        click.option("--base-url", default=DEFAULT_BASE_URL, show_default=True, help="OpenAI-compatible base URL."),
-        click.option("--model", default=None, help="Model to measure (default: the server's only model)."),
-        click.option("--contexts", callback=_list_option(parse_list), help="Decode contexts, e.g. 8K,16K or token counts."),
-        click.option("--prefill-contexts", callback=_list_option(parse_list), help="Prefill contexts (default: contexts + max length)."),
-        click.option("--concurrency", default="1,2,4,8,16,32,64,128", show_default=True,
-                     callback=_list_option(parse_list, parse_count), help="Simultaneous requests per column."),
-        click.option("--duration", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Seconds per measurement."),
-        click.option("--max-output", type=click.IntRange(min=1), default=4096, show_default=True, help="Max output tokens per request."),
-        click.option("--kv-capacity", type=click.IntRange(min=1), default=None, help="KV cache size in tokens (default: from the server)."),
-        click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Environment variable holding the API key."),
-        click.option("--launch-command", default=None, help="The command that started the server (secrets are redacted)."),
-        click.option("--stall-timeout", type=click.FloatRange(min=0.1), default=20.0, show_default=True, help="Seconds without data mid-stream before the cell fails."),
-        click.option("--ready-timeout", type=click.FloatRange(min=0), default=60.0, show_default=True, help="Seconds to wait for the server to become ready."),
-    ]
-    for decorator in reversed(decorators):
-        function = decorator(function)
-    return function
+_SERVER_OPTIONS: dict[str, Callable[[Callable], Callable]] = {
+    "base_url": click.option("--base-url", default=DEFAULT_BASE_URL, show_default=True, help="OpenAI-compatible base URL."),
+    "model": click.option("--model", default=None, help="Model to measure (default: the server's only model)."),
+    "contexts": click.option("--contexts", callback=_list_option(parse_list),
+                             help=f"Decode contexts, e.g. 8K,16K or token counts (default: {DEFAULT_CONTEXTS_TEXT})."),
+    "prefill_contexts": click.option("--prefill-contexts", callback=_list_option(parse_list),
+                                     help=f"Prefill contexts (default: {DEFAULT_PREFILL_TEXT})."),
+    "concurrency": click.option("--concurrency", default="1,2,4,8,16,32,64,128", show_default=True,
+                                callback=_list_option(parse_list, parse_count), help="Simultaneous requests per column."),
+    "duration": click.option("--duration", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Seconds per measurement."),
+    "max_output": click.option("--max-output", type=click.IntRange(min=1), default=4096, show_default=True, help="Max output tokens per request."),
+    "kv_capacity": click.option("--kv-capacity", type=click.IntRange(min=1), default=None, help="KV cache size in tokens (default: from the server)."),
+    "api_key_env": click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Environment variable holding the API key."),
+    "launch_command": click.option("--launch-command", default=None, help="The command that started the server (secrets are redacted)."),
+    "stall_timeout": click.option("--stall-timeout", type=click.FloatRange(min=0.1), default=20.0, show_default=True, help="Seconds without data mid-stream before the cell fails."),
+    "ready_timeout": click.option("--ready-timeout", type=click.FloatRange(min=0), default=60.0, show_default=True, help="Seconds to wait for the server to become ready."),
+}
+# What `runner simulate` decides itself: the simulator's URL and its one model, it asks for no key,
+# and it is listening before the measurement starts.
+_SIMULATOR_SETS = ("base_url", "model", "api_key_env", "ready_timeout")
+_SERVE_PORT = 8000
+
+
+def _server_options(leave_out: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
+    """The options shared by probe, measure and simulate, less those a command decides itself."""
+    def apply(function: Callable) -> Callable:
+        for name, decorator in reversed(_SERVER_OPTIONS.items()):
+            if name not in leave_out:
+                function = decorator(function)
+        return function
+    return apply
 
 
 def _output_options(function: Callable) -> Callable:
@@ -85,6 +96,12 @@ def _options(params: dict[str, Any]) -> Options:
     return Options(**params, metadata=Metadata(**meta))
 
 
+def _fail(message: str, status: int = 1) -> NoReturn:
+    """End the program with one `error: …` line, the form sitegen's errors take too."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(status)
+
+
 def _run(coroutine_factory: Callable[[], Any]) -> Any:
     """Run a coroutine; user errors end the program with one line and exit status 1."""
     from runner.measure import MeasureError
@@ -92,20 +109,20 @@ def _run(coroutine_factory: Callable[[], Any]) -> Any:
     try:
         return asyncio.run(coroutine_factory())
     except MeasureError as exc:
-        click.echo(f"runner: {exc}", err=True)
-        sys.exit(1)
+        _fail(str(exc))
     except KeyboardInterrupt:
-        click.echo("\nrunner: interrupted; finished cells are kept in the journal; continue with --resume", err=True)
-        sys.exit(130)
+        click.echo(err=True)  # leave the terminal's ^C on its own line
+        _fail("interrupted; finished cells are kept in the journal; continue with --resume", 130)
 
 
 @click.group()
+@click.version_option(package_name="speed-matrix")
 def main() -> None:
     """Measure how fast an LLM inference server is and write a result bundle."""
 
 
 @main.command()
-@_server_options
+@_server_options()
 def probe(**params: Any) -> None:
     """Print what would be recorded and the planned matrix, without measuring."""
     from runner.probe_report import probe_report
@@ -114,7 +131,7 @@ def probe(**params: Any) -> None:
 
 
 @main.command()
-@_server_options
+@_server_options()
 @_output_options
 def measure(**params: Any) -> None:
     """Measure the prefill sweep and the decode matrix into a bundle."""
@@ -125,23 +142,26 @@ def measure(**params: Any) -> None:
 
 
 @main.command()
-@_server_options
+@_server_options(leave_out=_SIMULATOR_SETS)
 @_output_options
 @click.option("--sim-config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="JSON file with simulator settings (SimConfig fields).")
 @click.option("--serve-only", is_flag=True, help="Only run the simulator (on --port) until Ctrl-C.")
-@click.option("--port", type=int, default=8000, show_default=True, help="Port for --serve-only.")
-def simulate(sim_config: Path | None, serve_only: bool, port: int, **params: Any) -> None:
+@click.option("--port", type=click.IntRange(0, 65535), default=None,
+              help=f"Simulator port (default: {_SERVE_PORT} with --serve-only, else any free port).")
+def simulate(sim_config: Path | None, serve_only: bool, port: int | None, **params: Any) -> None:
     """Measure the built-in simulated server (a demo that needs no GPU)."""
-    from runner.simulate import load_sim_config, serve_simulator, simulate_run
+    from runner.simulate import load_sim_config, simulate_run
+    from runner.simulator import PortUnavailable, serve
 
     try:
         config = load_sim_config(sim_config)
-    except (OSError, msgspec.ValidationError, msgspec.DecodeError, ValueError) as exc:
-        click.echo(f"runner: {sim_config}: {exc}", err=True)
-        sys.exit(1)
-    if serve_only:
-        serve_simulator(config, port)
-        return
-    out = _run(lambda: simulate_run(_options(params), config))
+        if serve_only:
+            serve(config, "127.0.0.1", _SERVE_PORT if port is None else port)
+            return
+        out = _run(lambda: simulate_run(_options(params), config, port or 0))
+    except OptionError as exc:
+        _fail(str(exc))
+    except PortUnavailable as exc:
+        _fail(f"{exc}; pass --port")
     click.echo(str(out))

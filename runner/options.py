@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -72,11 +73,13 @@ def parse_tokens(text: str) -> int:
     return tokens
 
 
-def parse_list(text: str, item=parse_tokens) -> list[int]:
-    """Parse a comma-separated list of counts, sorted and without duplicates."""
-    parts = [p for p in text.split(",") if p.strip()]
-    if not parts:
+def parse_list(text: str, item: Callable[[str], int] = parse_tokens) -> list[int]:
+    """Parse a comma-separated list of counts, sorted and without duplicates; "8K,,16K" is a typo, not 2 items."""
+    if not text.strip():
         raise OptionError(f"empty list: {text!r}")
+    parts = text.split(",")
+    if not all(p.strip() for p in parts):
+        raise OptionError(f"empty item in {text!r} (separate the items with single commas)")
     return sorted({item(p) for p in parts})
 
 

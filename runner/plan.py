@@ -8,6 +8,10 @@ MIN_DEFAULT_CONTEXT = 8192
 HEADROOM_TOKENS = 1024
 # Rough cost of warming prompts and starting streams, per decode cell, for the ETA.
 CELL_OVERHEAD_S = 2.0
+# The defaults in words, for --help; they follow the constants so the two cannot drift apart.
+DEFAULT_CONTEXTS_TEXT = (f"powers of two from {MIN_DEFAULT_CONTEXT // 1024}K below the usable maximum, then the "
+                         f"usable maximum = max model length − max output − {HEADROOM_TOKENS // 1024}K")
+DEFAULT_PREFILL_TEXT = "the decode contexts plus the max model length"
 
 
 class PlanSpec(msgspec.Struct, kw_only=True):

@@ -2,30 +2,53 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import msgspec
 
 from runner.measure import measure
-from runner.options import Options
-from runner.simulator import SimConfig, running_simulator, serve
+from runner.options import OptionError, Options
+from runner.simulator import SimConfig, running_simulator
+from runner.simulator.config import decode_config
+
+# msgspec's "<what> - at `$.path`", its two kinds of <what> we reword, and its type names in words.
+_AT = re.compile(r"^(?P<what>.*?)(?: - at `(?P<where>[^`]*)`)?$", re.DOTALL)
+_UNKNOWN = re.compile(r"^Object contains unknown field `(?P<name>[^`]*)`$")
+_EXPECTED = re.compile(r"^Expected `(?P<kinds>[^`]*)`(?P<limit>.*?)(?:, got `[^`]*`)?$")
+_KINDS = {"float": "a number", "int": "a whole number", "str": "a string", "bool": "true or false",
+          "object": "an object", "array": "a list", "null": "null"}
 
 
 def load_sim_config(path: Path | None) -> SimConfig:
-    """Simulator settings from a JSON file, or the defaults."""
-    return msgspec.json.decode(path.read_bytes(), type=SimConfig) if path else SimConfig()
-
-
-def serve_simulator(config: SimConfig, port: int) -> None:
-    """Serve the simulator on 127.0.0.1:`port` until interrupted."""
+    """Simulator settings from a JSON file, or the defaults; raises OptionError naming file and field."""
+    if path is None:
+        return SimConfig()
     try:
-        serve(config, "127.0.0.1", port)
-    except KeyboardInterrupt:
-        pass
+        return decode_config(path.read_bytes())
+    except OSError as exc:
+        raise OptionError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except msgspec.ValidationError as exc:  # before DecodeError, its base class
+        raise OptionError(f"{path}: {_validation_line(str(exc))}") from None
+    except msgspec.DecodeError as exc:
+        raise OptionError(f"{path}: invalid JSON: {exc}") from None
 
 
-async def simulate_run(options: Options, config: SimConfig) -> Path:
-    """Start the simulator in the background, measure it, stop it; the bundle path."""
-    with running_simulator(config) as server:
+def _validation_line(message: str) -> str:
+    """msgspec's validation message as `$.field: what is wrong`, e.g. `$.seed: expected a whole number`."""
+    match = _AT.match(message)
+    assert match is not None  # the pattern matches any text
+    what, where = match["what"], match["where"] or "$"
+    if unknown := _UNKNOWN.match(what):
+        return f"{where}.{unknown['name']}: unknown field"
+    if expected := _EXPECTED.match(what):
+        kinds = " or ".join(_KINDS.get(k, k) for k in expected["kinds"].split(" | "))
+        return f"{where}: expected {kinds}{expected['limit']}"
+    return what if where == "$" else f"{where}: {what}"
+
+
+async def simulate_run(options: Options, config: SimConfig, port: int = 0) -> Path:
+    """Start the simulator on `port` (0 = a free one), measure it, stop it; the bundle path."""
+    with running_simulator(config, port=port) as server:
         options = msgspec.structs.replace(options, base_url=server.base_url)
         return await measure(options, simulated=True)

@@ -129,5 +129,6 @@ def test_cli_prints_one_line_and_no_traceback(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["measure", "--base-url", "http://127.0.0.1:9/v1", "--ready-timeout", "0.5",
                                        "--out", str(tmp_path / "x.json")])
     assert result.exit_code == 1
-    assert result.output.count("\n") == 1 and "did not become ready" in result.output
+    assert result.output.count("\n") == 1 and result.output.startswith("error: ")
+    assert "did not become ready" in result.output
     assert "Traceback" not in result.output

@@ -37,7 +37,7 @@ PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
 NonNegative = Annotated[float, msgspec.Meta(ge=0)]
 
 
-class SimConfig(msgspec.Struct, kw_only=True):
+class SimConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Everything that shapes the simulator's answers and timings (see module docstring)."""
 
     model: str = "sim-model"
@@ -84,3 +84,20 @@ class SimConfig(msgspec.Struct, kw_only=True):
         """Duration of one decode step for `batch` sequences holding `context_tokens` in all."""
         ms = self.base_step_ms + self.per_seq_ms * batch + self.per_ktoken_ms * context_tokens / 1000
         return ms / 1000.0
+
+
+class _StrictFaults(Faults, forbid_unknown_fields=True):
+    """Faults as a settings file spells them: a misspelled switch is an error, not a healthy server."""
+
+
+class _FaultsOfFile(msgspec.Struct):
+    """Only the `faults` object of a settings file, decoded to find unknown fault switches."""
+
+    faults: _StrictFaults | None = None
+
+
+def decode_config(data: bytes) -> SimConfig:
+    """SimConfig from JSON; unknown fields, also among the faults, raise msgspec.ValidationError."""
+    config = msgspec.json.decode(data, type=SimConfig)
+    msgspec.json.decode(data, type=_FaultsOfFile)
+    return config

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import errno
 import threading
 from collections.abc import Callable, Iterator
 from typing import TypeVar
@@ -24,6 +25,17 @@ from runner.simulator.tokenizer import Tokenizer
 
 R = TypeVar("R")
 CALL_TIMEOUT_S = 10.0
+
+
+class PortUnavailable(Exception):
+    """The simulator cannot listen where it was asked to; str() is one line for the user."""
+
+    def __init__(self, host: str, port: int, cause: OSError) -> None:
+        """Say why `host`:`port` cannot be listened on, in words rather than an errno."""
+        if cause.errno == errno.EADDRINUSE:
+            super().__init__(f"port {port} on {host} is in use")
+        else:
+            super().__init__(f"cannot listen on port {port} on {host}: {cause.strerror or cause}")
 
 
 class SimServer:
@@ -47,7 +59,10 @@ class SimServer:
 
     async def _start(self, port: int) -> None:
         """Listen on `port` (0 = any free port), start the engine, arm the configured faults."""
-        self._listener = await asyncio.start_server(self._serve_connection, self.host, port)
+        try:
+            self._listener = await asyncio.start_server(self._serve_connection, self.host, port)
+        except OSError as exc:
+            raise PortUnavailable(self.host, port, exc) from None
         self.port = self._listener.sockets[0].getsockname()[1]
         self.engine.on_tokens = self._check_token_death
         self.engine.start()
