@@ -14,6 +14,7 @@ from markupsafe import Markup
 from runner.schema import Bundle, bundle_json_schema, encode_bundle
 from sitegen import charts, compare, exports, runview
 from sitegen.cache import code_digest, digest
+from sitegen.errors import InputError
 from sitegen.index_view import COLUMNS, facets, newest_first
 from sitegen.loader import load_bundles
 from sitegen.render import DEFAULT_TEMPLATES, make_environment, render_run_page
@@ -80,7 +81,7 @@ def build_site(content: Path, out: Path, templates: Path | None = None) -> str:
 
     started = time.perf_counter()
     templates = templates or DEFAULT_TEMPLATES
-    bundles = [bundle for _, bundle in load_bundles(content / "runs")]
+    bundles = [bundle for _, bundle in load_bundles(runs_folder(content))]
     site = Site(
         bundles=bundles,
         summaries=[summarize(b) for b in bundles],
@@ -105,6 +106,17 @@ def build_site(content: Path, out: Path, templates: Path | None = None) -> str:
         f"built {plural(len(bundles), 'run')} and {plural(len(site.pairs), 'comparison')} into {out}/ in {seconds:.2f} s "
         f"({rendered} pages rendered, {plan.reused} unchanged and reused)"
     )
+
+
+def runs_folder(content: Path) -> Path:
+    """content/runs, which must exist: a mistyped --content would otherwise publish an empty site.
+
+    An empty runs/ is fine (a first site has no runs yet).
+    """
+    runs = content / "runs"
+    if not runs.is_dir():
+        raise InputError(runs, None, "no such folder (--content should be the folder holding runs/ and pages/)")
+    return runs
 
 
 def _partners(pairs: list[tuple[Bundle, Bundle, str]]) -> dict[str, list[tuple[str, str, str]]]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
 from runner.schema import RUN_ID_PATTERN
-from sitegen.errors import InputError, InputErrors
+from sitegen.errors import InputError, InputErrors, UsageError
 
 
 def _fail(lines: list[str]) -> None:
@@ -42,23 +44,43 @@ def build_command(content: Path, out: Path, templates: Path | None) -> None:
     click.echo(report)
 
 
+# Fields `sitegen import` fills or overrides, flagged as `runner measure` flags them (its --model-name is --model here).
+_METADATA_FLAGS = (
+    ("--model", "model", str, "Model display name."),
+    ("--submitter", "submitter", str, 'Who measured it, e.g. "@handle".'),
+    ("--origin", "origin", str, 'Where the run came from, e.g. "dev import" (default: a page\'s byline, a bundle\'s own, "llm-inference-bench import" for its files).'),
+    ("--gpu", "gpu", str, 'GPU model, e.g. "H200 SXM".'),
+    ("--gpu-count", "gpu_count", int, "Number of GPUs."),
+    ("--vram-per-gpu-gb", "vram_per_gpu_gb", float, "Memory per GPU in GB."),
+    ("--hardware-type", "hardware_type", str, 'e.g. "Discrete GPU".'),
+    ("--os", "os", str, 'e.g. "linux".'),
+    ("--engine-name", "engine_name", str, 'Engine name, e.g. "vllm".'),
+    ("--engine-version", "engine_version", str, "Engine version, when the file lacks it."),
+    ("--quantization", "quantization", str, 'e.g. "NVFP4".'),
+    ("--backend", "backend", str, 'Engine backend, e.g. "cuda".'),
+    ("--repository", "repository", str, "Engine repository."),
+    ("--build", "build", str, "Engine build."),
+    ("--commit", "commit", str, "Engine commit."),
+    ("--served-model", "served_model", str, "Served model name the server answered to."),
+    ("--revision", "revision", str, "Model revision."),
+    ("--launch-command", "launch_command", str, "The server's launch command (secrets are redacted)."),
+)
+
+
+def _metadata_options(function: Callable) -> Callable:
+    """The --model … --launch-command options of `sitegen import`, in the table's order."""
+    for flag, field, kind, text in reversed(_METADATA_FLAGS):
+        function = click.option(flag, field, type=kind, default=None, help=text)(function)
+    return function
+
+
 @main.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("content/runs"), show_default=True, help="Folder the bundles are written to.")
 @click.option("--id", "id_", default=None, help="Run id (slug) for the bundle; only with one file.")
-@click.option("--model", default=None, help="Model display name.")
-@click.option("--submitter", default=None, help='Who measured it, e.g. "@handle".')
-@click.option("--origin", default=None, help='Where the run came from, e.g. "dev import".')
-@click.option("--gpu", default=None, help='GPU model, e.g. "H200 SXM".')
-@click.option("--gpu-count", type=int, default=None, help="Number of GPUs.")
-@click.option("--vram-per-gpu-gb", type=float, default=None, help="Memory per GPU in GB.")
-@click.option("--hardware-type", default=None, help='e.g. "Discrete GPU".')
-@click.option("--os", "os_", default=None, help='e.g. "linux".')
-@click.option("--quantization", default=None, help='e.g. "NVFP4".')
-@click.option("--engine-version", default=None, help="Engine version, when the file lacks it.")
-@click.option("--launch-command", default=None, help="The server's launch command (secrets are redacted).")
+@_metadata_options
 @click.option("--replace", is_flag=True, help="Overwrite a bundle of the same id in --out.")
-def import_command(files: tuple[Path, ...], out: Path, replace: bool, id_: str | None, model: str | None, submitter: str | None, origin: str | None, gpu: str | None, gpu_count: int | None, vram_per_gpu_gb: float | None, hardware_type: str | None, os_: str | None, quantization: str | None, engine_version: str | None, launch_command: str | None) -> None:
+def import_command(files: tuple[Path, ...], out: Path, replace: bool, id_: str | None, **fields: Any) -> None:
     """Import captured pages or llm-inference-bench JSON files as bundles."""
     from sitegen.importers.options import ImportOptions
     from sitegen.import_files import import_files
@@ -67,8 +89,7 @@ def import_command(files: tuple[Path, ...], out: Path, replace: bool, id_: str |
         _fail(["--id names one bundle, but several files were given"])
     if id_ is not None and not re.match(RUN_ID_PATTERN, id_):
         _fail([f"--id: {id_!r} is not a run id: lowercase ASCII letters, digits and inner hyphens, at most 120"])
-    options = ImportOptions(id=id_, model=model, submitter=submitter, origin=origin, gpu=gpu, gpu_count=gpu_count, vram_per_gpu_gb=vram_per_gpu_gb, hardware_type=hardware_type, os=os_, quantization=quantization, engine_version=engine_version, launch_command=launch_command)
-    written, errors = import_files(list(files), out, options, replace)
+    written, errors = import_files(list(files), out, ImportOptions(id=id_, **fields), replace)
     for path in written:
         click.echo(f"wrote {path}")
     if errors:
@@ -80,12 +101,15 @@ def import_command(files: tuple[Path, ...], out: Path, replace: bool, id_: str |
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("site"), show_default=True, help="Output folder, rebuilt on every change.")
 @click.option("--templates", "templates", type=click.Path(path_type=Path), default=None, help="Templates folder (default: the project's templates/).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=int, default=8000, show_default=True, help="Port to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="Port to listen on (not 8000, which vLLM and `runner simulate` take).")
 def serve_command(content: Path, out: Path, templates: Path | None, host: str, port: int) -> None:
     """Build the site, serve it on localhost and rebuild when content or templates change."""
     from sitegen.serve import serve
 
-    serve(content, out, templates, host, port)
+    try:
+        serve(content, out, templates, host, port)
+    except (InputError, UsageError) as exc:
+        _fail([str(exc)])
 
 
 @main.command("schema")

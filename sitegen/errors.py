@@ -1,4 +1,4 @@
-"""One kind of error for bad input: it names the file and the line or field."""
+"""Errors a user can fix, each printed as one line: bad input names the file and the line or field."""
 
 from __future__ import annotations
 
@@ -26,6 +26,10 @@ class InputErrors(Exception):
     def __init__(self, errors: list[InputError]) -> None:
         self.errors = errors
         super().__init__("\n".join(e.line() for e in errors))
+
+
+class UsageError(Exception):
+    """A command that cannot run as asked (a port in use); printed as one line, never as a traceback."""
 
 
 def raise_if_any(errors: list[InputError]) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -10,17 +13,50 @@ from runner.redact import redact
 from runner.schema import Bundle, decode_bundle
 from sitegen.errors import InputError, InputErrors
 
+T = TypeVar("T")
+
 
 def decode_bundle_file(path: Path, data: bytes) -> Bundle:
     """Decode one bundle's bytes, turning msgspec's errors into an InputError."""
+    bundle = _decoded(path, data, decode_bundle)
+    check_bundle(bundle, path)
+    return scrub(bundle)
+
+
+def read_json(path: Path, data: bytes) -> Any:
+    """Any JSON document in data; broken JSON fails with the same line a broken bundle gets."""
+    return _decoded(path, data, msgspec.json.decode)
+
+
+def _decoded(path: Path, data: bytes, decode: Callable[[bytes], T]) -> T:
+    """decode(data) with msgspec's errors as one InputError: the field of a wrong value, the line:column of broken JSON."""
     try:
-        bundle = decode_bundle(data)
+        return decode(data)
     except msgspec.ValidationError as exc:
         raise InputError(path, _field_of(str(exc)), _message_of(str(exc))) from None
     except msgspec.DecodeError as exc:
-        raise InputError(path, None, f"invalid JSON: {exc}") from None
-    check_bundle(bundle, path)
-    return scrub(bundle)
+        raise _syntax_error(path, data, str(exc)) from None
+    except RecursionError:
+        raise InputError(path, None, "invalid JSON: nested too deeply") from None
+
+
+def _syntax_error(path: Path, data: bytes, message: str) -> InputError:
+    """msgspec's reason at the line:column of its "(byte N)"; a truncated file points just past its last character."""
+    found = re.fullmatch(r"(?:JSON is malformed: )?(.*?)(?: \(byte (\d+)\))?", message, re.S)
+    reason, offset = found[1], found[2]
+    if reason == "Input data was truncated":
+        reason, offset = "unexpected end of file", len(data.rstrip())
+    where = _line_column(data, int(offset)) if offset is not None else None
+    return InputError(path, where, f"invalid JSON: {reason[:1].lower()}{reason[1:]}")
+
+
+def _line_column(data: bytes, offset: int) -> str:
+    """A byte offset as "line:column", both from 1, the column counted in characters as editors count it."""
+    offset = min(offset, len(data))
+    start = data.rfind(b"\n", 0, offset) + 1
+    line = data.count(b"\n", 0, offset) + 1
+    column = len(data[start:offset].decode("utf-8", "replace")) + 1
+    return f"{line}:{column}"
 
 
 def scrub(bundle: Bundle) -> Bundle:

@@ -7,15 +7,17 @@ fails prints its errors and leaves the previous site being served.
 
 from __future__ import annotations
 
+import errno
 import http.server
 import os
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
-from sitegen.build import build_site
-from sitegen.errors import InputError, InputErrors
+from sitegen.build import build_site, runs_folder
+from sitegen.errors import InputError, InputErrors, UsageError
 from sitegen.render import DEFAULT_TEMPLATES
 
 POLL_SECONDS = 0.5
@@ -54,19 +56,20 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 class Server:
     """A built site served on host:port, rebuilt on change until stop()."""
 
-    def __init__(self, content: Path, out: Path, templates: Path | None = None, host: str = "127.0.0.1", port: int = 8000) -> None:
+    def __init__(self, content: Path, out: Path, templates: Path | None = None, host: str = "127.0.0.1", *, port: int) -> None:
+        runs_folder(content)  # a mistyped --content stops here, before a port is taken
         self.content = content
-        self.out = Path(os.path.abspath(out))
+        self.out = out
         self.templates = templates
         self.watched = [content, templates or DEFAULT_TEMPLATES]
         self._stopping = threading.Event()
         self._watcher = threading.Thread(target=self._watch, name="sitegen-watch", daemon=True)
-        directory = str(self.out)
+        directory = os.path.abspath(out)
 
         def handler(*args: object) -> _Handler:
             return _Handler(*args, directory=directory)
 
-        self.httpd = http.server.ThreadingHTTPServer((host, port), handler)
+        self.httpd = _listen(host, port, handler)
         self._seen = snapshot(self.watched)
         self.build()
 
@@ -117,9 +120,19 @@ class Server:
         self.httpd.shutdown()
 
 
-def serve(content: Path, out: Path, templates: Path | None = None, host: str = "127.0.0.1", port: int = 8000) -> None:
+def _listen(host: str, port: int, handler: Callable[..., _Handler]) -> http.server.ThreadingHTTPServer:
+    """An HTTP server bound to host:port; a port or address that cannot be used is one UsageError line."""
+    try:
+        return http.server.ThreadingHTTPServer((host, port), handler)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise UsageError(f"port {port} on {host} is in use; pass --port") from None
+        raise UsageError(f"cannot listen on port {port} on {host}: {exc.strerror}") from None
+
+
+def serve(content: Path, out: Path, templates: Path | None, host: str, port: int) -> None:
     """Build, then serve out/ at http://host:port/ and rebuild on every change until Ctrl-C."""
-    server = Server(content, out, templates, host, port)
+    server = Server(content, out, templates, host, port=port)
     print(f"serving {out}/ at {server.url} — rebuilding on changes to {' and '.join(f'{folder}/' for folder in server.watched)}; Ctrl-C stops", flush=True)
     try:
         server.serve_forever()

@@ -184,3 +184,56 @@ def test_import_never_overwrites_a_bundle_unless_asked(tmp_path: Path) -> None:
     assert _sitegen("import", str(SEED_TAB), "--out", str(tmp_path), "--replace")[0] == 0
     assert "Edited by hand" not in written.read_text()
     assert written.stat().st_mode & 0o777 == 0o644
+
+
+NO_RUNS = "no such folder (--content should be the folder holding runs/ and pages/)"
+
+
+@pytest.mark.parametrize("content", ["contnet", "content/runs", "README.md"])
+def test_a_content_folder_without_runs_fails_and_keeps_the_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str) -> None:
+    shutil.copytree(ROOT / "content", tmp_path / "content")
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    monkeypatch.chdir(tmp_path)
+    assert _sitegen("build", "--content", "content", "--out", "site")[0] == 0
+    before = _tree_digest(tmp_path / "site")
+    code, output = _sitegen("build", "--content", content, "--out", "site")
+    assert code != 0
+    assert output == f"error: {content}/runs: {NO_RUNS}\n"
+    assert _tree_digest(tmp_path / "site") == before
+
+
+def test_an_empty_runs_folder_builds_a_first_site(tmp_path: Path) -> None:
+    (tmp_path / "content" / "runs").mkdir(parents=True)
+    code, output = _sitegen("build", "--content", str(tmp_path / "content"), "--out", str(tmp_path / "site"))
+    assert code == 0, output
+    assert output.startswith(f"built 0 runs and 0 comparisons into {tmp_path / 'site'}/ ")
+    assert (tmp_path / "site" / "index.html").is_file()
+
+
+def _broken_json_lines(tmp_path: Path, text: str) -> tuple[str, str]:
+    """The error line of `sitegen build` and of `sitegen import` for one broken bundle, each without its path."""
+    content = tmp_path / "content"
+    (content / "runs").mkdir(parents=True)
+    path = content / "runs" / "broken.json"
+    path.write_text(text)
+    lines = []
+    for args in (["build", "--content", str(content), "--out", str(tmp_path / "site")], ["import", str(path), "--out", str(tmp_path / "runs")]):
+        code, output = _sitegen(*args)
+        assert code != 0 and output.startswith(f"error: {path}:") and output.count("\n") == 1, output
+        lines.append(output.removeprefix(f"error: {path}:").rstrip("\n"))
+    assert not (tmp_path / "site").exists() and not (tmp_path / "runs").exists()
+    return lines[0], lines[1]
+
+
+def test_a_truncated_bundle_reads_the_same_from_build_and_import(tmp_path: Path) -> None:
+    text = json.dumps(json.loads((ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text()), indent=2)
+    cut = text[: text.index('"status"', len(text) // 2) + 4]
+    last = cut.splitlines()
+    assert _broken_json_lines(tmp_path, cut) == (f"{len(last)}:{len(last[-1]) + 1}: invalid JSON: unexpected end of file",) * 2
+
+
+def test_a_stray_character_mid_file_is_placed_by_line_and_column(tmp_path: Path) -> None:
+    lines = json.dumps(json.loads((ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text()), indent=2).splitlines()
+    assert lines[4].startswith('  "')
+    lines[4] = "  x" + lines[4][2:]
+    assert _broken_json_lines(tmp_path, "\n".join(lines)) == ("5:3: invalid JSON: object keys must be strings",) * 2

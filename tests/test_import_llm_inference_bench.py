@@ -16,6 +16,7 @@ from sitegen.cli import main
 from sitegen.errors import InputError
 from sitegen.importers import import_file
 from sitegen.importers.options import ImportOptions
+from tests.conftest import ROOT, SEEDS
 
 FIXTURE = Path(__file__).parent / "fixtures" / "llm-inference-bench-0.4.18.json"
 SOURCE = json.loads(FIXTURE.read_text())
@@ -229,3 +230,33 @@ def test_bad_file_gives_one_line_naming_the_field(tmp_path: Path, edit, expected
     lines = result.output.strip().splitlines()
     assert lines == [lines[0]] and lines[0].startswith(f"error: {path}:{expected}"), result.output
     assert "Traceback" not in result.output and not (tmp_path / "runs").exists()
+
+
+OVERRIDES = {
+    "--model": ("model",), "--submitter": ("submitter",), "--origin": ("origin",),
+    "--gpu": ("hardware", "gpu"), "--hardware-type": ("hardware", "type"), "--os": ("hardware", "os"),
+    "--engine-name": ("engine", "name"), "--engine-version": ("engine", "version"), "--quantization": ("engine", "quantization"),
+    "--backend": ("engine", "backend"), "--repository": ("engine", "repository"), "--build": ("engine", "build"),
+    "--commit": ("engine", "commit"), "--served-model": ("run", "served_model"), "--revision": ("run", "revision"),
+    "--launch-command": ("launch_command",),
+}
+SOURCES = [FIXTURE, SEEDS[0], ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"]
+
+
+def field_at(bundle: dict, keys: tuple) -> object:
+    """bundle[k0][k1]...."""
+    for key in keys:
+        bundle = bundle[key]
+    return bundle
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
+def test_every_metadata_option_lands_in_the_bundle(tmp_path: Path, source: Path) -> None:
+    given = {flag: f"given {flag[2:]}" for flag in OVERRIDES}
+    numbers = {"--gpu-count": "3", "--vram-per-gpu-gb": "96.5"}
+    args = [part for flag, value in {**given, **numbers}.items() for part in (flag, value)]
+    result = CliRunner().invoke(main, ["import", str(source), "--out", str(tmp_path), "--id", "overridden", *args])
+    assert result.exit_code == 0, result.output
+    bundle = json.loads((tmp_path / "overridden.json").read_text())
+    assert {flag: field_at(bundle, keys) for flag, keys in OVERRIDES.items()} == given
+    assert (bundle["hardware"]["gpu_count"], bundle["hardware"]["vram_per_gpu_gb"]) == (3, 96.5)

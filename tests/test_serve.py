@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -11,7 +15,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 
+from sitegen.cli import main
 from sitegen.serve import Server, snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,3 +113,43 @@ def test_snapshot_sees_changes_but_not_hidden_files(tmp_path: Path) -> None:
     assert snapshot([tmp_path]) == before
     bundle.write_text('{"changed": true}')
     assert snapshot([tmp_path]) != before
+
+
+def sitegen_serve(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    """`sitegen serve` as a user runs it, in its own process."""
+    return subprocess.Popen([sys.executable, "-m", "sitegen.cli", "serve", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_busy_port_is_one_line_and_nothing_is_built(content: Path, tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        process = sitegen_serve("--content", str(content), "--out", "site", "--port", str(port), cwd=tmp_path)
+        stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode != 0
+    assert (stdout, stderr) == ("", f"error: port {port} on 127.0.0.1 is in use; pass --port\n")
+    assert not (tmp_path / "site").exists()
+
+
+def test_a_content_folder_without_runs_stops_serve_with_one_line(tmp_path: Path) -> None:
+    process = sitegen_serve("--content", "contnet", "--port", "0", cwd=tmp_path)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode != 0
+    assert (stdout, stderr) == ("", "error: contnet/runs: no such folder (--content should be the folder holding runs/ and pages/)\n")
+
+
+def test_serve_names_the_output_folder_as_given(content: Path, tmp_path: Path) -> None:
+    process = sitegen_serve("--content", "content", "--out", "site", "--port", "0", cwd=tmp_path)
+    try:
+        built, serving = process.stdout.readline(), process.stdout.readline()
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=30)
+    assert built.startswith("built ") and " into site/ in " in built, built
+    assert serving.startswith("serving site/ at http://127.0.0.1:"), serving
+
+
+def test_serve_leaves_port_8000_to_inference_servers() -> None:
+    result = CliRunner().invoke(main, ["serve", "--help"])
+    assert result.exit_code == 0 and "[default: 8080;" in result.output

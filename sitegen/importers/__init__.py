@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
+
 from runner.schema import Bundle
 from sitegen.errors import InputError
-from sitegen.importers.options import ImportOptions
+from sitegen.importers.options import ImportOptions, apply_options
 
 
 def import_file(path: Path, options: ImportOptions) -> Bundle:
@@ -32,20 +34,21 @@ def import_file(path: Path, options: ImportOptions) -> Bundle:
 
 def _import_json(path: Path, text: str, options: ImportOptions) -> Bundle:
     """Dispatch JSON by its shape: a bundle, or llm-inference-bench output."""
+    from sitegen.loader import decode_bundle_file, read_json
+
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"{exc.lineno}:{exc.colno}", f"invalid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise InputError(path, None, "invalid JSON: nested too deeply") from None
+    except (json.JSONDecodeError, RecursionError):
+        # Python's json reads the NaN and Infinity that Python tools write; what it cannot
+        # read is worded by the reader `sitegen build` uses, so both commands say the same.
+        data = read_json(path, text.encode())
     from sitegen.importers import llm_inference_bench
 
     if llm_inference_bench.looks_like(data):
         return llm_inference_bench.convert(data, path, options)
     if isinstance(data, dict) and "schema" in data and "decode" in data:
-        from sitegen.loader import decode_bundle_file
-
-        return decode_bundle_file(path, text.encode())
+        bundle = apply_options(decode_bundle_file(path, text.encode()), options)
+        return validated(msgspec.structs.replace(bundle, id=options.id or bundle.id), path)
     raise InputError(path, None, "unknown JSON format: neither a speed-matrix bundle nor llm-inference-bench output")
 
 

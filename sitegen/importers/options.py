@@ -4,23 +4,13 @@ from __future__ import annotations
 
 import msgspec
 
+from runner.options import Metadata
 from runner.schema import Bundle
 
 
-class ImportOptions(msgspec.Struct, kw_only=True):
-    """Overrides given on the command line; None means: take it from the file."""
+class ImportOptions(Metadata, kw_only=True):
+    """Overrides given on the command line, the runner's metadata flags and the launch command; None means: take it from the file."""
 
-    id: str | None = None
-    model: str | None = None
-    submitter: str | None = None
-    origin: str | None = None
-    gpu: str | None = None
-    gpu_count: int | None = None
-    vram_per_gpu_gb: float | None = None
-    hardware_type: str | None = None
-    os: str | None = None
-    quantization: str | None = None
-    engine_version: str | None = None
     launch_command: str | None = None
 
 
@@ -42,6 +32,12 @@ def apply_options(bundle: Bundle, options: ImportOptions) -> Bundle:
             os=pick(options.os, hw.os),
         ),
         engine=msgspec.structs.replace(
-            engine, version=pick(options.engine_version, engine.version), quantization=pick(options.quantization, engine.quantization),
+            engine, name=pick(options.engine_name, engine.name), version=pick(options.engine_version, engine.version),
+            quantization=pick(options.quantization, engine.quantization), backend=pick(options.backend, engine.backend),
+            repository=pick(options.repository, engine.repository), build=pick(options.build, engine.build),
+            commit=pick(options.commit, engine.commit),
+        ),
+        run=msgspec.structs.replace(
+            bundle.run, served_model=pick(options.served_model, bundle.run.served_model), revision=pick(options.revision, bundle.run.revision),
         ),
     )
