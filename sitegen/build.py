@@ -185,8 +185,6 @@ def compare_rows(a: Bundle, b: Bundle) -> list[dict]:
 
     rows = []
     for row in compare.ratio_matrix(a, b):
-        if all(cell.ratio is None for cell in row.cells):
-            continue
         cells = []
         for cell in row.cells:
             ratio = cell.ratio

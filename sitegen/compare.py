@@ -128,11 +128,12 @@ def ratio_cell(concurrency: int, a_tok_s: float | None, b_tok_s: float | None) -
 
 
 def ratio_matrix(a: Bundle, b: Bundle) -> list[RatioRow]:
-    """Cell-by-cell b / a total tok/s over the union of both runs' contexts and concurrencies."""
-    cells = [*a.decode, *b.decode]
-    contexts = sorted({c.context_tokens for c in cells})
-    levels = sorted({c.concurrency for c in cells})
+    """Cell-by-cell b / a total tok/s, over the contexts and concurrencies where both runs
+    have a value in at least one cell: rows and columns of nothing but "—" are left out."""
     ta, tb = totals(a), totals(b)
+    shared = ta.keys() & tb.keys()
+    contexts = sorted({context for context, _ in shared})
+    levels = sorted({n for _, n in shared})
     return [
         RatioRow(context, [ratio_cell(n, ta.get((context, n)), tb.get((context, n))) for n in levels])
         for context in contexts

@@ -96,3 +96,17 @@ def test_index_chart_names_the_runs_it_cannot_plot(tmp_path: Path) -> None:
     build_site(content, tmp_path / "site")
     index = (tmp_path / "site" / "index.html").read_text()
     assert "their GPU count is unknown and so is their tok/s per GPU: Countless-7B." in index
+
+
+def test_comparison_of_runs_that_share_no_cell_says_so(tmp_path: Path) -> None:
+    content = _content(tmp_path)
+    bundle = json.loads((content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    bundle.update(id="mimo-on-b200")
+    bundle["hardware"]["gpu"] = "B200"
+    for cell in bundle["decode"]:
+        cell["concurrency"] *= 256  # a concurrency the other run never measured
+    (content / "runs" / "mimo-on-b200.json").write_text(json.dumps(bundle))
+    build_site(content, tmp_path / "site")
+    pages = [p for p in (tmp_path / "site" / "compare").glob("*.html") if "mimo-on-b200" in p.name]
+    assert len(pages) == 1
+    assert "No cell has a value in both runs" in pages[0].read_text()

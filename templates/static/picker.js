@@ -55,10 +55,14 @@
   }
 
   function ratioTable(base, other) {
-    var contexts = Object.keys(Object.assign({}, base.contexts, other.contexts))
-      .map(function (label) { return [label, base.contexts[label] || other.contexts[label]]; })
-      .sort(function (x, y) { return x[1] - y[1]; });
-    var levels = base.concurrencies.concat(other.concurrencies)
+    // Only the contexts and concurrencies where both runs have a value somewhere.
+    var shared = Object.keys(base.totals).filter(function (key) { return other.totals[key] !== undefined; });
+    var labels = {};
+    Object.keys(base.contexts).forEach(function (label) { labels[base.contexts[label]] = label; });
+    var contexts = shared.map(function (key) { return Number(key.split("x")[0]); })
+      .filter(function (c, i, all) { return all.indexOf(c) === i; }).sort(function (x, y) { return x - y; })
+      .map(function (c) { return [labels[c], c]; });
+    var levels = shared.map(function (key) { return Number(key.split("x")[1]); })
       .filter(function (n, i, all) { return all.indexOf(n) === i; }).sort(function (x, y) { return x - y; });
     var table = el("table", null, "matrix ratio");
     var head = table.createTHead().insertRow();
@@ -70,7 +74,6 @@
         var key = pair[1] + "x" + n, a = base.totals[key], b = other.totals[key];
         return a && b !== undefined ? b / a : null;
       });
-      if (ratios.every(function (r) { return r === null; })) return;
       var tr = body.insertRow();
       tr.appendChild(el("th", pair[0]));
       ratios.forEach(function (ratio) {
