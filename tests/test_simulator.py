@@ -381,6 +381,7 @@ def test_never_ready_until_cleared_over_http() -> None:
         answer = client.post("/v1/completions", json={"prompt": "x", "max_tokens": 2}).json()
         assert answer["model"] == "impostor"
         assert client.post("/_sim/faults", json={"stall_s": -1}).status_code == 400
+        assert client.post("/_sim/faults", json={"stal_s": 1}).status_code == 400  # a typo is no healthy server
         client.delete("/_sim/faults")
         assert server.faults == Faults()
 

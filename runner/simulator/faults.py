@@ -20,8 +20,8 @@ TokenCount = Annotated[int, msgspec.Meta(ge=0)]
 MALFORMED_EVENT = b'data: {"id": "cmpl-broken", "choices": [{"text": \n\n'
 
 
-class Faults(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """Fault switches; the defaults mean a healthy server."""
+class Faults(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """Fault switches; the defaults mean a healthy server, and a misspelled switch is an error."""
 
     # The next `error_next` generation requests get `error_status` instead of an answer.
     error_next: TokenCount = 0
