@@ -10,28 +10,12 @@ from typing import Any, NoReturn
 
 import click
 
-from runner.options import DEFAULT_BASE_URL, Metadata, OptionError, Options, parse_count, parse_list
+from runner.options import DEFAULT_BASE_URL, METADATA_FLAGS, Metadata, MetadataFlag, OptionError, Options, parse_count, parse_list
 from runner.plan import DEFAULT_CONTEXTS_TEXT, DEFAULT_PREFILL_TEXT
 
 _METADATA_FLAGS = (
-    ("--id", "id", str, "Bundle id (slug); default: model, GPU, engine and date."),
-    ("--model-name", "model", str, "Model display name on the page."),
-    ("--submitter", "submitter", str, "Who measured, e.g. @handle."),
-    ("--origin", "origin", str, "Origin label (default: runner)."),
-    ("--hardware-type", "hardware_type", str, "Hardware type, e.g. 'Discrete GPU'."),
-    ("--gpu", "gpu", str, "GPU name, e.g. 'H200 NVL'."),
-    ("--gpu-count", "gpu_count", int, "Number of GPUs."),
-    ("--vram-per-gpu-gb", "vram_per_gpu_gb", float, "VRAM per GPU in GB (as sold, e.g. 141)."),
-    ("--os", "os", str, "Operating system."),
-    ("--engine-name", "engine_name", str, "Engine name, e.g. vllm."),
-    ("--engine-version", "engine_version", str, "Engine version."),
-    ("--quantization", "quantization", str, "Quantization, e.g. FP8."),
-    ("--backend", "backend", str, "Backend, e.g. cuda."),
-    ("--repository", "repository", str, "Engine repository."),
-    ("--build", "build", str, "Engine build."),
-    ("--commit", "commit", str, "Engine commit."),
-    ("--served-model", "served_model", str, "Served model name to record."),
-    ("--revision", "revision", str, "Model revision."),
+    MetadataFlag("--id", "id", str, "Bundle id (slug); default: model, GPU, engine and date."),
+    *METADATA_FLAGS,
 )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from runner.options import METADATA_FLAGS, MetadataFlag
 from runner.schema import RUN_ID_PATTERN
 from sitegen.errors import InputError, InputErrors, UsageError
 
@@ -44,26 +45,20 @@ def build_command(content: Path, out: Path, templates: Path | None) -> None:
     click.echo(report)
 
 
-# Fields `sitegen import` fills or overrides, flagged as `runner measure` flags them (its --model-name is --model here).
+def _for_import(flag: MetadataFlag) -> MetadataFlag:
+    """A `runner measure` metadata flag as `sitegen import` spells it: --model is the display name here."""
+    if flag.flag == "--model-name":
+        return flag._replace(flag="--model", help="Model display name.")
+    if flag.flag == "--origin":
+        return flag._replace(help="Where the run came from (default: a page's byline, a bundle's own, "
+                                  '"llm-inference-bench import" for its files).')
+    return flag
+
+
+# The runner's metadata flags, and the launch command (which the runner takes with its own help).
 _METADATA_FLAGS = (
-    ("--model", "model", str, "Model display name."),
-    ("--submitter", "submitter", str, 'Who measured it, e.g. "@handle".'),
-    ("--origin", "origin", str, 'Where the run came from, e.g. "dev import" (default: a page\'s byline, a bundle\'s own, "llm-inference-bench import" for its files).'),
-    ("--gpu", "gpu", str, 'GPU model, e.g. "H200 SXM".'),
-    ("--gpu-count", "gpu_count", int, "Number of GPUs."),
-    ("--vram-per-gpu-gb", "vram_per_gpu_gb", float, "Memory per GPU in GB."),
-    ("--hardware-type", "hardware_type", str, 'e.g. "Discrete GPU".'),
-    ("--os", "os", str, 'e.g. "linux".'),
-    ("--engine-name", "engine_name", str, 'Engine name, e.g. "vllm".'),
-    ("--engine-version", "engine_version", str, "Engine version, when the file lacks it."),
-    ("--quantization", "quantization", str, 'e.g. "NVFP4".'),
-    ("--backend", "backend", str, 'Engine backend, e.g. "cuda".'),
-    ("--repository", "repository", str, "Engine repository."),
-    ("--build", "build", str, "Engine build."),
-    ("--commit", "commit", str, "Engine commit."),
-    ("--served-model", "served_model", str, "Served model name the server answered to."),
-    ("--revision", "revision", str, "Model revision."),
-    ("--launch-command", "launch_command", str, "The server's launch command (secrets are redacted)."),
+    *map(_for_import, METADATA_FLAGS),
+    MetadataFlag("--launch-command", "launch_command", str, "The server's launch command (secrets are redacted)."),
 )
 
 
