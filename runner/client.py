@@ -1,9 +1,10 @@
 """The HTTP side of the runner: an httpx async client, SSE stream parsing and token counting.
 
-Tokens are counted from the server's usage where it sends it (vLLM's
-continuous_usage_stats gives a running completion_tokens in every chunk, so speculative
-decoding's several tokens per chunk count right); a server that reports usage only at the
-end has each text chunk counted as one token and the difference settled by that report.
+Tokens are counted from the server's running count where it sends one: vLLM's (and
+SGLang's) continuous_usage_stats put completion_tokens in every chunk, llama.cpp's
+timings_per_token puts predicted_n there, so speculative decoding's several tokens per chunk
+count right. A server with neither has each text chunk counted as one token and the
+difference settled by its final usage report; `Trace.counted_by` says which way was used.
 """
 
 from __future__ import annotations
@@ -36,10 +37,15 @@ class _Choice(msgspec.Struct):
     finish_reason: str | None = None
 
 
+class _Timings(msgspec.Struct):
+    predicted_n: int | None = None
+
+
 class _Chunk(msgspec.Struct):
     model: str | None = None
     choices: list[_Choice] = []
     usage: _Usage | None = None
+    timings: _Timings | None = None
     error: Any = None
 
 
@@ -50,7 +56,8 @@ _encoder = msgspec.json.Encoder()
 class Trace:
     """One streamed request: when it started, when each batch of tokens arrived, how it ended."""
 
-    __slots__ = ("start", "times", "counts", "tokens", "prompt_tokens", "finished", "end", "loops", "last_seen")
+    __slots__ = ("start", "times", "counts", "tokens", "prompt_tokens", "finished", "end", "loops", "last_seen",
+                 "counted_by")
 
     def __init__(self, detect_loops: bool = False) -> None:
         """A request about to be sent; with `detect_loops` its text is checked for loops."""
@@ -62,11 +69,22 @@ class Trace:
         self.finished = False
         self.end: float | None = None
         self.loops = LoopDetector() if detect_loops else None
+        # "usage" or "timings" once a chunk before the last carried a running count, else "chunks".
+        self.counted_by = "chunks"
 
     @property
     def first_token_at(self) -> float | None:
         """When the first token arrived, or None if none has."""
         return self.times[0] if self.times else None
+
+
+def _running_count(chunk: _Chunk) -> tuple[int | None, str]:
+    """The tokens generated so far as the chunk states them, and where that came from."""
+    if chunk.usage is not None and chunk.usage.completion_tokens is not None:
+        return chunk.usage.completion_tokens, "usage"
+    if chunk.timings is not None and chunk.timings.predicted_n is not None:
+        return chunk.timings.predicted_n, "timings"
+    return None, "chunks"
 
 
 def server_root(base_url: str) -> str:
@@ -190,8 +208,11 @@ class Client:
             raise RequestFailed(f"the server answered as model {chunk.model!r}, not {expect_model!r}")
         choice = chunk.choices[0] if chunk.choices else None
         usage = chunk.usage
-        if usage is not None and usage.completion_tokens is not None:
-            new = usage.completion_tokens - trace.tokens
+        running, source = _running_count(chunk)
+        if running is not None:
+            new = running - trace.tokens
+            if choice is not None and choice.text:  # a count beside the text, not only in a closing report
+                trace.counted_by = source
         else:
             new = 1 if choice is not None and choice.text else 0
         if usage is not None and usage.prompt_tokens is not None:

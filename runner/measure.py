@@ -10,15 +10,15 @@ import time
 from pathlib import Path
 
 from runner.cell import CellRunner
-from runner.client import Client, RequestFailed
+from runner.client import Client, RequestFailed, Trace
 from runner.hardware import detect_gpus
 from runner.journal import Header, Journal, JournalError, journal_path, write_bundle
-from runner.metadata import build_header, is_local
+from runner.metadata import CHUNK_COUNTING_NOTE, build_header, is_local
 from runner.options import Options, OptionError
 from runner.plan import PlanSpec, default_contexts, default_prefill_contexts, over_capacity
 from runner.probe import ServerError, ServerFacts, probe_server, queue_length, wait_ready
 from runner.progress import Progress
-from runner.prompts import Prompt, PromptMaker
+from runner.prompts import PromptMaker, request_body
 from runner.redact import redact
 from runner.schema import Bundle, DecodeCell, PrefillPoint, context_label
 
@@ -27,6 +27,23 @@ DEFAULT_RUNS_DIR = Path("content/runs")
 
 class MeasureError(Exception):
     """The run stopped cleanly; str() is one line for the user."""
+
+
+TOKEN_COUNTS = {
+    "usage": "the server's running usage in every chunk",
+    "timings": "llama.cpp's running predicted_n in every chunk",
+    "chunks": CHUNK_COUNTING_NOTE,
+}
+
+
+async def first_request(client: Client, facts: ServerFacts) -> str:
+    """Send one short request: the server must answer it, and it shows how tokens can be counted."""
+    body = request_body(facts.model, facts.engine == "llama.cpp", "Hello", 4, facts.ignore_eos)
+    try:
+        trace = await client.stream(body, Trace(), facts.model)
+    except RequestFailed as exc:
+        raise MeasureError(f"the server failed a first test request: {exc}") from None
+    return trace.counted_by
 
 
 def plan_for(options: Options, facts: ServerFacts) -> PlanSpec:
@@ -102,10 +119,7 @@ class Measurement:
 
     async def run(self) -> Bundle:
         """Measure every unfinished item; the bundle on disk is complete after each one."""
-        try:
-            await self.cells.one_token(Prompt(prompt="Hello", tokens=1))
-        except RequestFailed as exc:
-            raise MeasureError(f"the server failed a first test request: {exc}") from None
+        self.progress.note(f"token counts: {TOKEN_COUNTS[self.facts.token_counts or 'chunks']}")
         try:
             mode = await self.maker.setup()
         except RequestFailed as exc:
@@ -176,6 +190,7 @@ async def measure(options: Options, simulated: bool = False, progress: Progress 
     try:
         facts = await probe_server(client, options.model, options.ready_timeout, options.kv_capacity,
                                     options.launch_command)
+        facts.token_counts = await first_request(client, facts)
         if options.resume:
             path = _find_journal(options)
             journal = Journal.load(path)

@@ -42,6 +42,11 @@ def slug(*parts: str | None) -> str:
     return text[:120].strip("-") or "run"
 
 
+CHUNK_COUNTING_NOTE = (
+    "tokens counted one per streamed chunk, settled by the final usage of requests that finish: the "
+    "server sends no running count, so a chunk carrying several tokens (speculative decoding) counts as one")
+
+
 def is_local(base_url: str) -> bool:
     """True when the server runs on this machine, so local hardware describes it."""
     return (urlsplit(base_url).hostname or "") in ("127.0.0.1", "localhost", "::1", "0.0.0.0")
@@ -92,6 +97,7 @@ def build_header(options: Options, facts: ServerFacts, gpus: GpuInfo | None, api
         engine=engine,
         run=run,
         launch_command=redact(options.launch_command, [api_key] if api_key else []) if options.launch_command else None,
+        notes=f"Token counts: {CHUNK_COUNTING_NOTE}." if facts.token_counts == "chunks" else None,
     )
 
 

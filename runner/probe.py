@@ -42,6 +42,8 @@ class ServerFacts(msgspec.Struct, kw_only=True):
     slots: int | None = None
     simulated: bool = False
     ignore_eos: bool = True
+    # How streamed tokens are counted: "usage" or "timings" (a running count), or "chunks".
+    token_counts: str | None = None
 
 
 async def wait_ready(client: Client, timeout: float) -> list[dict]:

@@ -55,6 +55,21 @@ def word_salad(seed: int, words: int) -> str:
     return " ".join(out)
 
 
+def request_body(model: str, llama_cpp: bool, prompt: list[int] | str, max_tokens: int,
+                 ignore_eos: bool = True) -> dict:
+    """A streaming /completions request body that asks for a running token count in every
+    chunk: vLLM's and SGLang's continuous_usage_stats, llama.cpp's timings_per_token."""
+    body = {
+        "model": model, "prompt": prompt, "max_tokens": max_tokens, "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+    }
+    if llama_cpp:
+        body["timings_per_token"] = True
+    if ignore_eos:
+        body["ignore_eos"] = True
+    return body
+
+
 class PromptMaker:
     """Builds exact-length prompts for one server and model; call `setup` once first."""
 
@@ -150,14 +165,8 @@ class PromptMaker:
         return trace.prompt_tokens
 
     def body(self, prompt: list[int] | str, max_tokens: int, ignore_eos: bool = True) -> dict:
-        """A streaming /completions request body for `prompt`."""
-        body = {
-            "model": self.model, "prompt": prompt, "max_tokens": max_tokens, "stream": True,
-            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-        }
-        if ignore_eos:
-            body["ignore_eos"] = True
-        return body
+        """A streaming /completions request body for `prompt` (see request_body)."""
+        return request_body(self.model, self.llama_cpp, prompt, max_tokens, ignore_eos)
 
     async def tokenize(self, text: str) -> list[int]:
         """The server's token ids for `text`, without special tokens."""

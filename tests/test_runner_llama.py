@@ -27,6 +27,7 @@ def test_requests_queued_exactly_where_requests_exceed_slots(llama_server, tmp_p
     asyncio.run(measure(options, progress=Progress(0, io.StringIO())))
     bundle = decode_bundle(out.read_bytes())
     assert bundle.engine.name == "llama.cpp"
+    assert bundle.notes is None  # timings_per_token gave a running count: no chunk-counting caveat
     assert bundle.run.served_model and bundle.run.served_model.endswith("tiny.gguf")
     assert "sk-llama-secret" not in out.read_text() and "--api-key <redacted>" in bundle.launch_command
     statuses = {c.concurrency: c.status for c in bundle.decode}

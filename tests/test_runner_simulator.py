@@ -75,6 +75,17 @@ def test_looped_streams_discard_the_cell(tmp_path: Path) -> None:
         assert (cell.completed, cell.output_tokens, cell.total_tok_s, cell.ttft_ms) == (0, 0, None, None)
 
 
+def test_a_server_without_running_counts_is_flagged_in_the_bundle(tmp_path: Path) -> None:
+    """Usage only at the end: chunks are counted, and the bundle says so; with a running count it does not."""
+    quiet = SimConfig(max_model_len=4096, base_step_ms=5, per_seq_ms=0, tokens_per_chunk=4, continuous_usage=False)
+    flagged = measure_simulator(quiet, tmp_path / "quiet.json", contexts=[1024], prefill_contexts=[1024],
+                                concurrency=[1], duration=0.5, max_output=64)
+    assert flagged.notes and "one per streamed chunk" in flagged.notes
+    counted = measure_simulator(msgspec.structs.replace(quiet, continuous_usage=True), tmp_path / "counted.json",
+                                contexts=[1024], prefill_contexts=[1024], concurrency=[1], duration=0.5, max_output=64)
+    assert counted.notes is None
+
+
 def _decode_lines(journal: Path) -> list[tuple[int, int]]:
     """The (context, concurrency) of every decode line in a journal, in order."""
     keys = []

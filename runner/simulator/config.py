@@ -53,6 +53,9 @@ class SimConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     per_seq_ms: NonNegative = 0.2
     per_ktoken_ms: NonNegative = 0.01
     tokens_per_chunk: PositiveInt = 1
+    # Honour stream_options.continuous_usage_stats as vLLM does; false acts like an engine that
+    # reports usage only in the final chunk.
+    continuous_usage: bool = True
     # A BOS token is prepended to text prompts (not to token-id prompts), as Llama-style servers do.
     add_bos: bool = True
     # End of sequence after this many tokens unless the request sets ignore_eos; None = never.

@@ -173,7 +173,7 @@ def _generation(kind: Kind, prompt: list[int], max_tokens: int | None, stream: b
     return Generation(kind=kind, prompt=prompt, max_tokens=wanted, stream=stream,
                       include_usage=stream and options.include_usage,
                       continuous_usage=stream and options.include_usage
-                      and options.continuous_usage_stats,
+                      and options.continuous_usage_stats and config.continuous_usage,
                       ignore_eos=ignore_eos)
 
 
