@@ -20,6 +20,10 @@ from runner.client import Client, RequestFailed, Trace
 Mode = Literal["ids", "text", "calibrated"]
 
 POOL_TOKENS = 16384
+# Sized prompts are counted behind this head, so the server caches the head-led copy and the
+# prompt itself stays cold for its prefill. It ends in a newline, which tokenizers keep apart
+# from the "Request" every prompt starts with, so it adds the same tokens to each.
+SIZING_HEAD = "Sizing run.\n"
 _WORDS = (
     "time year people way day man thing woman life child world school state family student group "
     "country problem hand part place case week company system program question work government number "
@@ -81,8 +85,10 @@ class PromptMaker:
         self.nonce = nonce
         self.mode: Mode = "calibrated"
         self.pool: list[int] = []
+        self.pool_base = 1
         self.offset = 0
         self.chars_per_token = 4.0
+        self.sizing_tokens = 0
         self._cache: dict[tuple[int, int], Prompt] = {}
 
     async def setup(self) -> Mode:
@@ -91,6 +97,7 @@ class PromptMaker:
             self.pool = await self.tokenize(word_salad(1, POOL_TOKENS))
         except RequestFailed:
             self.pool = []
+        self.pool_base = max(1, len(self.pool))
         if self.pool:
             probe = self.pool[:16]
             try:
@@ -106,8 +113,12 @@ class PromptMaker:
                 return self.mode
             except RequestFailed:
                 pass
-        sample = word_salad(2, 400)
-        self.chars_per_token = len(sample) / max(1, await self._count(sample))
+        sample = f"Request {self.nonce}-sizing: " + word_salad(2, 400)
+        plain = await self._count(sample)
+        self.sizing_tokens = await self._count(SIZING_HEAD + sample) - plain
+        if self.sizing_tokens < 1:
+            raise RequestFailed("the sizing head added no tokens; cannot size prompts without caching them")
+        self.chars_per_token = len(sample) / max(1, plain)
         self.mode = "calibrated"
         return self.mode
 
@@ -124,7 +135,7 @@ class PromptMaker:
             return await self._calibrated(prefix, context, slot)
         want = max(1, context - self.offset)
         head = await self.tokenize(prefix)
-        ids = (head + self._filler(want - len(head), seed=context * 1009 + slot))[:want]
+        ids = (head + await self._filler(want - len(head), seed=context * 1009 + slot))[:want]
         if self.mode == "ids":
             return Prompt(prompt=ids, tokens=len(ids) + self.offset)
         for _ in range(6):
@@ -132,24 +143,30 @@ class PromptMaker:
             counted = len(await self.tokenize(text))
             if counted == want:
                 return Prompt(prompt=text, tokens=counted + self.offset)
-            ids = ids[: len(ids) - (counted - want)] if counted > want else ids + self._filler(want - counted, seed=len(ids))
+            ids = ids[: len(ids) - (counted - want)] if counted > want else ids + await self._filler(want - counted, seed=len(ids))
         raise RequestFailed(f"could not build a prompt of exactly {context} tokens through /tokenize")
 
-    def _filler(self, count: int, seed: int) -> list[int]:
-        """`count` pool tokens starting at a seeded offset, wrapping around the pool."""
+    async def _filler(self, count: int, seed: int) -> list[int]:
+        """`count` pool tokens from a seeded offset in the first POOL_TOKENS words' worth.
+
+        The pool grows with fresh word salad until it holds them all, so no prompt repeats
+        a passage, however long the context.
+        """
         if count <= 0:
             return []
-        start = seed % len(self.pool)
-        repeats = (start + count) // len(self.pool) + 1
-        return (self.pool * repeats)[start : start + count]
+        start = seed % self.pool_base
+        while len(self.pool) < start + count:
+            self.pool += await self.tokenize(" " + word_salad(len(self.pool), POOL_TOKENS))
+        return self.pool[start : start + count]
 
     async def _calibrated(self, prefix: str, context: int, slot: int) -> Prompt:
-        """Text sized by the measured characters per token, corrected against the server's count."""
+        """Text sized by the measured characters per token, corrected against the server's count
+        of the text behind SIZING_HEAD, so that the text itself is never sent before it is used."""
         words = word_salad(context * 1009 + slot, int(context * self.chars_per_token / 4) + 64)
         chars = int(context * self.chars_per_token)
         for _ in range(4):
             text = prefix + words[: max(0, chars - len(prefix))]
-            counted = await self._count(text)
+            counted = await self._count(SIZING_HEAD + text) - self.sizing_tokens
             if counted == context:
                 break
             chars = max(1, int(chars * context / counted))

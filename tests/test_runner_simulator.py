@@ -75,6 +75,17 @@ def test_looped_streams_discard_the_cell(tmp_path: Path) -> None:
         assert (cell.completed, cell.output_tokens, cell.total_tok_s, cell.ttft_ms) == (0, 0, None, None)
 
 
+def test_text_only_server_gets_exact_prompts_and_a_cold_prefill(tmp_path: Path) -> None:
+    """No /tokenize and no token ids: prompts are sized against usage, and sizing leaves nothing cached."""
+    text_only = SimConfig(max_model_len=8192, prefill_tok_s=10_000, base_step_ms=5, per_seq_ms=0, text_only=True)
+    bundle = measure_simulator(text_only, tmp_path / "run.json", contexts=[2048], prefill_contexts=[2048, 4096],
+                               concurrency=[1, 2], duration=0.5, max_output=64)
+    for point in bundle.prefill:
+        assert point.status == "Valid" and point.prompt_tokens == point.context_tokens
+        assert point.ttft_ms >= point.prompt_tokens / 10 * 0.99, "a sized prompt must not be served from cache"
+    assert [(c.prompt_tokens, c.status) for c in bundle.decode] == [(2048, "Valid")] * 2
+
+
 def test_a_server_without_running_counts_is_flagged_in_the_bundle(tmp_path: Path) -> None:
     """Usage only at the end: chunks are counted, and the bundle says so; with a running count it does not."""
     quiet = SimConfig(max_model_len=4096, base_step_ms=5, per_seq_ms=0, tokens_per_chunk=4, continuous_usage=False)
@@ -131,3 +142,27 @@ def test_sigkill_mid_matrix_then_resume_loses_and_repeats_nothing(tmp_path: Path
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q", *os.environ.get("PYTEST_ARGS", "").split()]))
+
+
+def test_long_prompts_never_repeat_a_passage(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prompt many times longer than the first pool of filler holds no passage twice."""
+    from runner import prompts
+    from runner.client import Client
+
+    monkeypatch.setattr(prompts, "POOL_TOKENS", 300)
+
+    async def build(base_url: str) -> list[int]:
+        client = Client(base_url, api_key=None)
+        try:
+            maker = prompts.PromptMaker(client, "sim-model", "vllm", "abcd")
+            assert await maker.setup() == "ids"
+            return (await maker.make(6000, 3)).prompt
+        finally:
+            await client.aclose()
+
+    with running_simulator(SimConfig(max_model_len=8192)) as server:
+        ids = asyncio.run(build(server.base_url))
+    assert len(ids) == 6000  # token-id prompts get no BOS from the simulator
+    window = 40
+    passages = [tuple(ids[i:i + window]) for i in range(len(ids) - window)]
+    assert len(set(passages)) == len(passages), "some 40-token passage occurs twice"

@@ -56,6 +56,9 @@ class SimConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # Honour stream_options.continuous_usage_stats as vLLM does; false acts like an engine that
     # reports usage only in the final chunk.
     continuous_usage: bool = True
+    # Neither /tokenize nor token-id prompts, as on TensorRT-LLM: clients must size text prompts
+    # from usage.prompt_tokens.
+    text_only: bool = False
     # A BOS token is prepended to text prompts (not to token-id prompts), as Llama-style servers do.
     add_bos: bool = True
     # End of sequence after this many tokens unless the request sets ignore_eos; None = never.

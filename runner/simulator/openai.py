@@ -140,10 +140,12 @@ def chat_text(messages: list[Message], add_generation_prompt: bool = True) -> st
     return "".join(parts)
 
 
-def _prompt_ids(prompt: str | list[int], add_bos: bool, tokenizer: Tokenizer) -> list[int]:
+def _prompt_ids(prompt: str | list[int], add_bos: bool, tokenizer: Tokenizer, text_only: bool) -> list[int]:
     """Token ids of a prompt: text is tokenized, ids are checked against the vocabulary."""
     if isinstance(prompt, str):
         return tokenizer.encode(prompt, add_bos=add_bos)
+    if text_only:
+        raise ApiError(400, "The prompt must be a string.")
     try:
         tokenizer.check(prompt)
     except ValueError as exc:
@@ -181,7 +183,7 @@ def parse_completion(body: bytes, config: SimConfig, tokenizer: Tokenizer) -> Ge
     """The Generation of a /v1/completions body."""
     req = decode_body(body, CompletionBody)
     check_model(req.model, config)
-    prompt = _prompt_ids(req.prompt, config.add_bos and req.add_special_tokens, tokenizer)
+    prompt = _prompt_ids(req.prompt, config.add_bos and req.add_special_tokens, tokenizer, config.text_only)
     return _generation("completion", prompt, req.max_tokens, req.stream, req.stream_options,
                        req.ignore_eos, req.n, config)
 

@@ -44,13 +44,14 @@ class Routes:
             ("GET", "/v1/models"): lambda _: (models_body(config), JSON),
             ("GET", "/metrics"): lambda _: (
                 render_metrics(config, engine.stats()).encode(), "text/plain; version=0.0.4"),
-            ("POST", "/tokenize"): lambda r: (tokenize(r.body, config, tokenizer), JSON),
-            ("POST", "/detokenize"): lambda r: (detokenize(r.body, config, tokenizer), JSON),
             ("GET", "/_sim/faults"): lambda _: (msgspec.json.encode(self.faults.faults), JSON),
             ("POST", "/_sim/faults"): self._post_faults,
             ("DELETE", "/_sim/faults"): self._delete_faults,
             ("GET", "/_sim/stats"): lambda _: (msgspec.json.encode(engine.stats()), JSON),
         }
+        if not config.text_only:
+            self._simple[("POST", "/tokenize")] = lambda r: (tokenize(r.body, config, tokenizer), JSON)
+            self._simple[("POST", "/detokenize")] = lambda r: (detokenize(r.body, config, tokenizer), JSON)
         self._generators: dict[tuple[str, str], Parser] = {
             ("POST", "/v1/completions"): parse_completion,
             ("POST", "/v1/chat/completions"): parse_chat,
