@@ -54,11 +54,17 @@ def queue_length(samples: list[Sample]) -> float | None:
 
 
 def kv_capacity_tokens(samples: list[Sample]) -> int | None:
-    """KV cache size in tokens from vLLM's cache_config_info (blocks × block size)."""
+    """KV cache size in tokens from vLLM's cache_config_info (blocks × block size).
+
+    A data-parallel vLLM reports one sample per engine (label `engine`), each with a cache of
+    its own, so the capacity is their sum.
+    """
+    per_engine: dict[str, int] = {}
     for sample in samples:
         if sample.name == "vllm:cache_config_info":
             try:
-                return int(sample.labels["num_gpu_blocks"]) * int(sample.labels["block_size"])
+                size = int(sample.labels["num_gpu_blocks"]) * int(sample.labels["block_size"])
             except (KeyError, ValueError):
                 return None
-    return None
+            per_engine[sample.labels.get("engine", "0")] = size
+    return sum(per_engine.values()) or None

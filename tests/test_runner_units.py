@@ -115,6 +115,9 @@ def test_prometheus_parsing() -> None:
     assert kv_capacity_tokens(samples) == 16000
     assert queue_length(parse_prometheus("llamacpp:requests_deferred 2\n")) == 2
     assert queue_length(parse_prometheus("other 1\n")) is None
+    data_parallel = "".join(  # vLLM --data-parallel-size 2: a cache per engine
+        f'vllm:cache_config_info{{block_size="16",engine="{e}",num_gpu_blocks="1000"}} 1.0\n' for e in (0, 1))
+    assert kv_capacity_tokens(parse_prometheus(data_parallel)) == 32000
 
 
 def _trace(start: float, times: list[float], counts: list[int] | None = None, end: float | None = None) -> Trace:
