@@ -16,13 +16,17 @@ from runner.journal import Header, Journal, JournalError, journal_path, write_bu
 from runner.metadata import CHUNK_COUNTING_NOTE, build_header, is_local
 from runner.options import Options, OptionError
 from runner.plan import PlanSpec, default_contexts, default_prefill_contexts, over_capacity
-from runner.probe import ServerError, ServerFacts, probe_server, queue_length, wait_ready
+from runner.probe import ServerError, ServerFacts, busy_requests, probe_server, queue_length, wait_ready
 from runner.progress import Progress
 from runner.prompts import PromptMaker, request_body
 from runner.redact import redact
 from runner.schema import Bundle, DecodeCell, PrefillPoint, context_label
 
 DEFAULT_RUNS_DIR = Path("content/runs")
+# Before a cold prefill, wait up to SETTLE_S for streams the last cell cut off to drain from the
+# server; without a running gauge to watch, wait SETTLE_BLIND_S.
+SETTLE_S = 10.0
+SETTLE_BLIND_S = 1.0
 
 
 class MeasureError(Exception):
@@ -153,7 +157,9 @@ class Measurement:
             if plan.kv_capacity is not None and context > plan.kv_capacity:
                 return PrefillPoint(context_tokens=context, status="Over capacity")
             length = min(context, plan.max_model_len - 1) if plan.max_model_len else context
-            return await self.cells.prefill(context, await self.maker.make(length, 0))
+            prompt = await self.maker.make(length, 0)
+            await self._settle()
+            return await self.cells.prefill(context, prompt)
         if over_capacity(context, concurrency, plan.max_output, plan.kv_capacity):
             return DecodeCell(context_tokens=context, concurrency=concurrency, status="Over capacity")
         prompts = [await self.maker.make(context, slot) for slot in range(concurrency)]
@@ -166,6 +172,18 @@ class Measurement:
         if cell.measured_s:
             self.window_overhead.append(time.monotonic() - began - cell.measured_s)
         return cell
+
+    async def _settle(self) -> None:
+        """Wait until the server runs nothing, so a cold request is timed alone."""
+        deadline = time.monotonic() + SETTLE_S
+        while time.monotonic() < deadline:
+            busy = await busy_requests(self.client)
+            if busy is None:
+                await asyncio.sleep(SETTLE_BLIND_S)
+                return
+            if busy == 0:
+                return
+            await asyncio.sleep(0.1)
 
     async def _tick(self) -> None:
         while True:

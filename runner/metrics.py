@@ -13,6 +13,13 @@ QUEUE_GAUGES = (
     "llamacpp:requests_deferred",
     "tgi_queue_size",
 )
+# Requests in the engine's running batch, by engine.
+RUNNING_GAUGES = (
+    "vllm:num_requests_running",
+    "sglang:num_running_reqs",
+    "llamacpp:requests_processing",
+    "tgi_batch_current_size",
+)
 
 _LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -44,13 +51,24 @@ def parse_prometheus(text: str) -> list[Sample]:
     return samples
 
 
-def queue_length(samples: list[Sample]) -> float | None:
-    """Requests waiting in the engine's queue (summed over label sets), or None if no gauge."""
-    for gauge in QUEUE_GAUGES:
+def _gauge(samples: list[Sample], names: tuple[str, ...]) -> float | None:
+    """The first of `names` present in a scrape, summed over its label sets; None if none is."""
+    for gauge in names:
         values = [s.value for s in samples if s.name == gauge]
         if values:
             return sum(values)
     return None
+
+
+def queue_length(samples: list[Sample]) -> float | None:
+    """Requests waiting in the engine's queue, or None if no gauge says."""
+    return _gauge(samples, QUEUE_GAUGES)
+
+
+def busy_requests(samples: list[Sample]) -> float | None:
+    """Requests running or waiting in the engine, or None if no running gauge says."""
+    running = _gauge(samples, RUNNING_GAUGES)
+    return None if running is None else running + (queue_length(samples) or 0)
 
 
 def kv_capacity_tokens(samples: list[Sample]) -> int | None:

@@ -187,3 +187,8 @@ async def _scrape(client: Client) -> list[metrics.Sample]:
 async def queue_length(client: Client) -> float | None:
     """Requests waiting in the server's queue right now, or None if it does not say."""
     return metrics.queue_length(await _scrape(client))
+
+
+async def busy_requests(client: Client) -> float | None:
+    """Requests running or waiting on the server right now, or None if it does not say."""
+    return metrics.busy_requests(await _scrape(client))

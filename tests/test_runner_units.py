@@ -16,7 +16,7 @@ from runner.journal import Header, Journal, JournalError, journal_path
 from runner.launch import parse_launch
 from runner.loops import LoopDetector
 from runner.metadata import slug
-from runner.metrics import kv_capacity_tokens, parse_prometheus, queue_length
+from runner.metrics import busy_requests, kv_capacity_tokens, parse_prometheus, queue_length
 from runner.options import OptionError, parse_list, parse_tokens
 from runner.plan import PlanSpec, default_contexts, default_prefill_contexts, over_capacity
 from runner.redact import redact
@@ -118,6 +118,9 @@ def test_prometheus_parsing() -> None:
     data_parallel = "".join(  # vLLM --data-parallel-size 2: a cache per engine
         f'vllm:cache_config_info{{block_size="16",engine="{e}",num_gpu_blocks="1000"}} 1.0\n' for e in (0, 1))
     assert kv_capacity_tokens(parse_prometheus(data_parallel)) == 32000
+    assert busy_requests(parse_prometheus('vllm:num_requests_running{engine="0"} 2\n' 'vllm:num_requests_waiting 1\n')) == 3
+    assert busy_requests(parse_prometheus("llamacpp:requests_processing 0\nllamacpp:requests_deferred 0\n")) == 0
+    assert busy_requests(samples) is None  # a queue gauge alone does not say the engine is idle
 
 
 def _trace(start: float, times: list[float], counts: list[int] | None = None, end: float | None = None) -> Trace:
