@@ -3,9 +3,14 @@ picker, and no request ever leaving the site."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from urllib.parse import urlparse
 
 import pytest
+
+from sitegen.build import build_site
+from tests.conftest import ROOT, serve_folder
 
 pytestmark = pytest.mark.browser
 
@@ -123,6 +128,7 @@ def test_picker_page_lets_a_reader_add_runs_and_ignores_duplicates(page, site_se
     first = page.locator("#runs-table input[name=compare]").nth(0).get_attribute("value")
     page.goto(site_server + f"compare/index.html#runs={first},{first}")
     assert page.locator(".compared-run").count() == 0
+    assert "Choose at least two different runs" in page.inner_text("#picker")
     assert page.locator("#picker-compare").is_disabled()
     boxes = page.locator("#picker-form input[name=run]")
     assert page.locator(f"#picker-form input[value='{first}']").is_checked()
@@ -134,3 +140,31 @@ def test_picker_page_lets_a_reader_add_runs_and_ignores_duplicates(page, site_se
     assert page.locator(".compared-run").count() == 2
     assert page.locator("table.ratio tbody tr").count() > 0
     assert outside == [] and page.console_errors == []
+
+
+def test_picker_says_when_two_runs_share_no_cell_and_when_too_many_are_chosen(page, tmp_path) -> None:
+    content = tmp_path / "content"
+    shutil.copytree(ROOT / "content", content)
+    bundle = json.loads((content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    bundle.update(id="mimo-elsewhere")
+    for cell in bundle["decode"]:
+        cell["concurrency"] *= 256  # concurrencies no other run measured
+    (content / "runs" / "mimo-elsewhere.json").write_text(json.dumps(bundle))
+    bundle.update(id="mimo-elsewhere-again")
+    (content / "runs" / "mimo-elsewhere-again.json").write_text(json.dumps(bundle))  # five runs in all
+    build_site(content, tmp_path / "site")
+    served = serve_folder(tmp_path / "site")
+    base = next(served)
+    try:
+        outside = _guard(page, base)
+        page.goto(base + "compare/index.html#runs=mimo-v2-6-flash-rl-h200-nvl-x2,mimo-elsewhere")
+        page.wait_for_selector(".compared-run")
+        assert "No cell has a value in both runs" in page.inner_text("#picker")
+        assert page.locator("table.ratio").count() == 0
+        for box in page.locator("#picker-form input[name=run]").all():
+            box.check()
+        assert page.locator("#picker-compare").is_disabled()
+        assert page.text_content("#picker-hint") == "5 chosen: a comparison takes at most 4 runs"
+        assert outside == [] and page.console_errors == []
+    finally:
+        served.close()

@@ -6,6 +6,7 @@
   var root = document.getElementById("picker");
   var base = root.getAttribute("data-root");
   var loaded = {};
+  var NO_SHARED_CELL = "No cell has a value in both runs: they share no context and concurrency that both measured.";
 
   function el(tag, text, className) {
     var node = document.createElement(tag);
@@ -55,8 +56,9 @@
   }
 
   function ratioTable(base, other) {
-    // Only the contexts and concurrencies where both runs have a value somewhere.
+    // Only the contexts and concurrencies where both runs have a value somewhere; null if none.
     var shared = Object.keys(base.totals).filter(function (key) { return other.totals[key] !== undefined; });
+    if (!shared.length) return null;
     var labels = {};
     Object.keys(base.contexts).forEach(function (label) { labels[base.contexts[label]] = label; });
     var contexts = shared.map(function (key) { return Number(key.split("x")[0]); })
@@ -113,7 +115,8 @@
     var runs = ids.map(function (id) { return loaded[id]; }).filter(Boolean);
     if (runs.length < 2) {
       var missing = ids.filter(function (id) { return !loaded[id]; });
-      if (missing.length) root.appendChild(el("p", "Unknown run: " + missing.join(", "), "errors"));
+      root.appendChild(missing.length ? el("p", "Unknown run: " + missing.join(", "), "errors")
+        : el("p", "Choose at least two different runs to compare.", "caption"));
       return;
     }
     var baseRun = runs[0];
@@ -121,7 +124,8 @@
     ratios.appendChild(el("h2", "Ratio to " + baseRun.title));
     runs.slice(1).forEach(function (run) {
       ratios.appendChild(el("h3", run.title));
-      ratios.appendChild(scroll(ratioTable(baseRun, run)));
+      var table = ratioTable(baseRun, run);
+      ratios.appendChild(table ? scroll(table) : el("p", NO_SHARED_CELL, "caption"));
     });
     root.appendChild(ratios);
     var grid = el("div", null, "side-by-side");
@@ -146,11 +150,15 @@
   function chooser(ids) {
     var form = document.getElementById("picker-form");
     var button = document.getElementById("picker-compare");
+    var hint = document.getElementById("picker-hint");
     var boxes = form.querySelectorAll("input[name=run]");
     form.hidden = false;
     var order = ids.slice();
     boxes.forEach(function (box) { box.checked = order.indexOf(box.value) >= 0; });
-    function update() { button.disabled = order.length < 2 || order.length > 4; }
+    function update() {
+      button.disabled = order.length < 2 || order.length > 4;
+      hint.textContent = order.length > 4 ? order.length + " chosen: a comparison takes at most 4 runs" : "";
+    }
     form.addEventListener("change", function (event) {
       var id = event.target.value;
       order = order.filter(function (x) { return x !== id; });
