@@ -143,7 +143,7 @@ def simulate(sim_config: Path | None, serve_only: bool, port: int | None, **para
         if serve_only:
             serve(config, "127.0.0.1", _SERVE_PORT if port is None else port)
             return
-        out = _run(lambda: simulate_run(_options(params), config, port or 0))
+        out = _run(lambda: simulate_run(_options(params), config, port or 0, sim_config))
     except OptionError as exc:
         _fail(str(exc))
     except PortUnavailable as exc:

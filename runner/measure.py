@@ -83,6 +83,25 @@ def _find_journal(options: Options) -> Path:
     return journals[-1]
 
 
+def plan_items(plan: PlanSpec) -> list[tuple[int, int | None]]:
+    """Every matrix item in measuring order; (C, None) is the prefill point at C."""
+    rows = [[(c, None)] * (c in plan.prefill_contexts) + [(c, n) for n in plan.concurrency] for c in plan.contexts]
+    extra = [(c, None) for c in plan.prefill_contexts if c not in plan.contexts]
+    return [item for row in rows for item in row] + extra
+
+
+def journaled(journal: Journal, context: int, concurrency: int | None) -> PrefillPoint | DecodeCell | None:
+    """The journal's entry for one matrix item, or None."""
+    if concurrency is None:
+        return journal.points.get(context)
+    return journal.cells.get((context, concurrency))
+
+
+def left_to_measure(journal: Journal) -> int:
+    """How many items of the journal's plan are not finished yet."""
+    return sum(1 for c, n in plan_items(journal.header.plan) if not journal.finished(journaled(journal, c, n)))
+
+
 class Measurement:
     """One run of the matrix against one server, journaled as it goes."""
 
@@ -104,15 +123,10 @@ class Measurement:
 
     def items(self) -> list[tuple[int, int | None]]:
         """Every matrix item in measuring order; (C, None) is the prefill point at C."""
-        plan = self.plan
-        rows = [[(c, None)] * (c in plan.prefill_contexts) + [(c, n) for n in plan.concurrency] for c in plan.contexts]
-        extra = [(c, None) for c in plan.prefill_contexts if c not in plan.contexts]
-        return [item for row in rows for item in row] + extra
+        return plan_items(self.plan)
 
     def _existing(self, context: int, concurrency: int | None) -> PrefillPoint | DecodeCell | None:
-        if concurrency is None:
-            return self.journal.points.get(context)
-        return self.journal.cells.get((context, concurrency))
+        return journaled(self.journal, context, concurrency)
 
     def _eta(self, remaining: list[tuple[int, int | None]]) -> float:
         """Seconds left: each decode cell to run costs its window plus the overhead seen so far."""
@@ -130,6 +144,8 @@ class Measurement:
             raise MeasureError(f"cannot build prompts of exact length: {exc}") from None
         self.progress.note(f"prompts: {mode} mode; journal: {self.journal.path}; bundle: {self.out}")
         write_bundle(self.out, self.journal.bundle())
+        if not left_to_measure(self.journal):
+            self.progress.note("nothing left to measure: every item of this run is finished")
         items = self.items()
         for index, (context, concurrency) in enumerate(items):
             if self.journal.finished(self._existing(context, concurrency)):
@@ -201,6 +217,14 @@ class Measurement:
                 f"cells are kept in {self.journal.path}; rerun with --resume to finish the matrix") from None
 
 
+def _refuse_finished_run(out: Path) -> None:
+    """Stop before a new run meets the journal of a finished one at the same path, saying so."""
+    path = journal_path(out)
+    if path.exists() and not left_to_measure(Journal.load(path)):
+        raise MeasureError(f"{out} is a finished run already (ids are made to the minute): "
+                           "choose another --out or --id, or move the old run away")
+
+
 async def measure(options: Options, simulated: bool = False, progress: Progress | None = None) -> Path:
     """Run `runner measure`: returns the path of the finished bundle."""
     api_key = os.environ.get(options.api_key_env) or None
@@ -222,6 +246,7 @@ async def measure(options: Options, simulated: bool = False, progress: Progress 
             gpus = detect_gpus() if is_local(options.base_url) else None
             header = build_header(options, facts, gpus, api_key, started, simulated)
             out = options.out or DEFAULT_RUNS_DIR / f"{header.id}.json"
+            _refuse_finished_run(out)
             journal = Journal.create(journal_path(out), Header(bundle=header, plan=plan))
         items = Measurement(options, client, facts, journal, out, progress or Progress(0), api_key)
         items.progress.total = len(items.items())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import msgspec
@@ -47,8 +48,17 @@ def _validation_line(message: str) -> str:
     return what if where == "$" else f"{where}: {what}"
 
 
-async def simulate_run(options: Options, config: SimConfig, port: int = 0) -> Path:
-    """Start the simulator on `port` (0 = a free one), measure it, stop it; the bundle path."""
+def serve_command(sim_config: Path | None) -> str:
+    """The command that starts this simulator on its own: the run's "launch command"."""
+    return "runner simulate --serve-only" + (f" --sim-config {shlex.quote(str(sim_config))}" if sim_config else "")
+
+
+async def simulate_run(options: Options, config: SimConfig, port: int = 0, sim_config: Path | None = None) -> Path:
+    """Start the simulator on `port` (0 = a free one), measure it, stop it; the bundle path.
+
+    Unless told otherwise, the bundle's launch command is the one that serves the same simulator.
+    """
     with running_simulator(config, port=port) as server:
-        options = msgspec.structs.replace(options, base_url=server.base_url)
+        options = msgspec.structs.replace(options, base_url=server.base_url,
+                                          launch_command=options.launch_command or serve_command(sim_config))
         return await measure(options, simulated=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import re
 import socket
 from collections.abc import Iterator
@@ -101,3 +102,17 @@ def test_simulate_offers_no_option_the_simulator_decides() -> None:
     assert [flag for flag in decided if flag not in measure] == []
     result = invoke("simulate", "--base-url", "http://127.0.0.1:8000/v1")
     assert result.exit_code == 2 and "No such option '--base-url'" in result.output
+
+
+def test_a_finished_run_is_neither_overwritten_nor_resumed_for_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    first = invoke("simulate", "--out", str(out), *QUICK)
+    assert first.exit_code == 0, first.output
+    bundle = json.loads(out.read_text())
+    assert bundle["launch_command"] == "runner simulate --serve-only"  # what serves the same simulator
+    again = invoke("simulate", "--out", str(out), *QUICK)
+    assert again.exit_code == 1 and again.output.startswith(f"error: {out} is a finished run already")
+    journal = out.with_name("run.journal.jsonl").read_bytes()
+    resumed = invoke("simulate", "--out", str(out), "--resume", *QUICK)
+    assert resumed.exit_code == 0 and "nothing left to measure" in resumed.output
+    assert out.with_name("run.journal.jsonl").read_bytes() == journal
