@@ -69,11 +69,12 @@ def log2_axis(title_text: str, values: list[int]) -> dict[str, Any]:
     return axis(title_text, type="log", tickvals=values, ticktext=[str(v) for v in values])
 
 
-def figure(data: list[dict[str, Any]], xaxis: dict[str, Any], yaxis: dict[str, Any]) -> Figure:
+def figure(data: list[dict[str, Any]], xaxis: dict[str, Any], yaxis: dict[str, Any], legend: bool = True) -> Figure:
     """Wrap traces in the shared layout: transparent backgrounds, relative size, no template.
 
     The page gives each chart its title, so plotly's toolbar has nothing to cover; the legend
-    sits below the plot so that a phone keeps the plot's full width.
+    sits below the plot so that a phone keeps the plot's full width. `legend` shows it even for
+    one trace, so a run with a single context still says which it is.
     """
     layout = {
         "xaxis": xaxis,
@@ -85,14 +86,15 @@ def figure(data: list[dict[str, Any]], xaxis: dict[str, Any], yaxis: dict[str, A
         "colorway": COLORWAY,
         "hovermode": "closest",
         "legend": LEGEND,
+        "showlegend": legend,
         "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
     }
     return {"data": data, "layout": layout, "config": CONFIG}
 
 
 def log_axis(title_text: str, values: list[float]) -> dict[str, Any]:
-    """A log axis ticked at 1-2-5 steps over the values' range ("200", "1K", "5K"), not every digit."""
-    ticks = [step * 10**power for power in range(-1, 9) for step in (1, 2, 5)]
+    """A log axis ticked at 1-2-3-5 steps over the values' range ("200", "1K", "5K"), not every digit."""
+    ticks = [step * 10**power for power in range(-1, 9) for step in (1, 2, 3, 5)]
     lo, hi = (min(values), max(values)) if values else (1, 10)
     shown = [t for t in ticks if lo / 2 <= t <= hi * 2]
     return axis(title_text, type="log", tickvals=shown, ticktext=[tick_text(t) for t in shown])
@@ -126,7 +128,7 @@ def prefill_figure(bundle: Bundle) -> Figure:
         "customdata": [round(p.ttft_ms) if p.ttft_ms is not None else None for p in points],
         "hovertemplate": "%{x}: %{y:,.0f} tok/s<br>%{customdata:,} ms TTFT<extra></extra>",
     }
-    return figure([trace], axis("context", type="category"), axis("prompt tok/s", rangemode="tozero"))
+    return figure([trace], axis("context", type="category"), axis("prompt tok/s", rangemode="tozero"), legend=False)
 
 
 def decode_figure(bundle: Bundle) -> Figure:

@@ -68,7 +68,7 @@ def newest_first(summaries: list[RunSummary]) -> list[RunRow]:
 def facets(summaries: list[RunSummary]) -> list[Facet]:
     """Model, GPU and engine filters with the values that occur."""
     def values(get) -> list[str]:
-        return sorted({v for s in summaries if (v := get(s))})
+        return sorted({v for s in summaries if (v := get(s))}, key=str.casefold)
 
     return [
         Facet("model", "Model", values(lambda s: s.model)),

@@ -42,6 +42,7 @@
       button.textContent = label;
       th.appendChild(button);
       th.setAttribute("aria-sort", "none");
+      th.addEventListener("click", function (event) { if (event.target === th) button.click(); });  // the whole cell sorts
       var numeric = th.getAttribute("data-kind") === "number";
       button.addEventListener("click", function () {
         // Numbers start biggest first, text A to Z; a second click reverses.
