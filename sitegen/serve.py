@@ -130,10 +130,19 @@ def _listen(host: str, port: int, handler: Callable[..., _Handler]) -> http.serv
         raise UsageError(f"cannot listen on port {port} on {host}: {exc.strerror}") from None
 
 
+def _shown(folder: Path) -> Path:
+    """A folder as the user would type it: relative to the working directory when inside it."""
+    try:
+        return folder.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return folder
+
+
 def serve(content: Path, out: Path, templates: Path | None, host: str, port: int) -> None:
     """Build, then serve out/ at http://host:port/ and rebuild on every change until Ctrl-C."""
     server = Server(content, out, templates, host, port=port)
-    print(f"serving {out}/ at {server.url} — rebuilding on changes to {' and '.join(f'{folder}/' for folder in server.watched)}; Ctrl-C stops", flush=True)
+    folders = " and ".join(f"{_shown(folder)}/" for folder in server.watched)
+    print(f"serving {out}/ at {server.url} — rebuilding on changes to {folders}; Ctrl-C stops", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
