@@ -43,8 +43,8 @@ def slug(*parts: str | None) -> str:
 
 
 CHUNK_COUNTING_NOTE = (
-    "tokens counted one per streamed chunk, settled by the final usage of requests that finish: the "
-    "server sends no running count, so a chunk carrying several tokens (speculative decoding) counts as one")
+    "one per streamed chunk, settled by the final usage of requests that finish; the server sends "
+    "no running count, so a chunk carrying several tokens (speculative decoding) counts as one")
 
 
 def is_local(base_url: str) -> bool:
