@@ -151,7 +151,7 @@ class Measurement:
             if self.journal.finished(self._existing(context, concurrency)):
                 continue
             name = f"prefill {context_label(context)}" if concurrency is None else f"decode {context_label(context)} × {concurrency}"
-            done = sum(1 for c, n in items if self.journal.finished(self._existing(c, n)))
+            done = len(items) - left_to_measure(self.journal)
             self.progress.start(name, done, self._eta(items[index:]))
             try:
                 item = await self._measure(context, concurrency)
@@ -211,7 +211,7 @@ class Measurement:
         try:
             await wait_ready(self.client, min(10.0, self.options.ready_timeout))
         except ServerError:
-            kept = sum(1 for c, n in self.items() if self.journal.finished(self._existing(c, n)))
+            kept = len(self.items()) - left_to_measure(self.journal)
             raise MeasureError(
                 f"the server at {self.client.base_url} stopped answering ({reason}); {kept} finished "
                 f"cells are kept in {self.journal.path}; rerun with --resume to finish the matrix") from None

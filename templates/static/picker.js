@@ -61,11 +61,12 @@
     if (!shared.length) return null;
     var labels = {};
     Object.keys(base.contexts).forEach(function (label) { labels[base.contexts[label]] = label; });
-    var contexts = shared.map(function (key) { return Number(key.split("x")[0]); })
-      .filter(function (c, i, all) { return all.indexOf(c) === i; }).sort(function (x, y) { return x - y; })
-      .map(function (c) { return [labels[c], c]; });
-    var levels = shared.map(function (key) { return Number(key.split("x")[1]); })
-      .filter(function (n, i, all) { return all.indexOf(n) === i; }).sort(function (x, y) { return x - y; });
+    function part(index) {  // the distinct contexts (0) or concurrencies (1) of the shared "CxN" keys, ascending
+      return shared.map(function (key) { return Number(key.split("x")[index]); })
+        .filter(function (v, i, all) { return all.indexOf(v) === i; }).sort(function (x, y) { return x - y; });
+    }
+    var contexts = part(0).map(function (c) { return [labels[c], c]; });
+    var levels = part(1);
     var table = el("table", null, "matrix ratio");
     var head = table.createTHead().insertRow();
     head.appendChild(el("th", "Context"));
