@@ -2,7 +2,11 @@
 
 This module imports only msgspec (and the standard library) so that sitegen can
 load bundles without pulling in the runner's HTTP stack. Field names are the
-contract of DESIGN.md: add fields freely, rename none without bumping SCHEMA.
+contract of docs/: add fields freely, rename none without bumping SCHEMA.
+
+Fields added after the first release default to msgspec.UNSET, so they are left
+out of the JSON when absent: a bundle written before them re-encodes byte for
+byte, and `None` keeps meaning "the field exists but has no value".
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Annotated, Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 SCHEMA = 1
 
@@ -80,7 +85,11 @@ class PrefillPoint(msgspec.Struct, kw_only=True):
 
 
 class DecodeCell(msgspec.Struct, kw_only=True):
-    """One sustained-decode measurement: C tokens of context, N requests at once."""
+    """One sustained-decode measurement: C tokens of context, N requests at once.
+
+    The medians are `ttft_ms` and `tbt_ms`; the tail percentiles beside them are
+    recorded by the runner and carried by importers whose source has them.
+    """
 
     context_tokens: Tokens
     concurrency: Annotated[int, msgspec.Meta(ge=1)]
@@ -95,6 +104,10 @@ class DecodeCell(msgspec.Struct, kw_only=True):
     measured_s: Rate | None = None
     prompt_tokens: Count | None = None
     error: Text | None = None
+    ttft_p90_ms: Rate | UnsetType = UNSET
+    ttft_p99_ms: Rate | UnsetType = UNSET
+    tbt_p90_ms: Rate | UnsetType = UNSET
+    tbt_p99_ms: Rate | UnsetType = UNSET
 
 
 class Bundle(msgspec.Struct, kw_only=True):

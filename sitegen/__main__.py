@@ -1,0 +1,5 @@
+"""`python -m sitegen`: the same as the `sitegen` command."""
+
+from sitegen.cli import main
+
+main()
