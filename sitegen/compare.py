@@ -151,9 +151,9 @@ def noise_sentence(verdicts: dict[tuple[int, int], bool]) -> str:
     if not verdicts:
         return NO_REPEATS
     inside = sum(verdicts.values())
-    return (f"Of the {len(verdicts)} cells with repeats, {inside} differ by no more than the noise: the ranges "
-            f"of their repeats' total tok/s overlap (marked ≈), so the difference there may be chance; "
-            f"{len(verdicts) - inside} differ by more than the noise.")
+    return (f"Cells with repeats in either run: {len(verdicts)}. Within the noise, where the ranges of the "
+            f"repeats' total tok/s overlap (marked ≈), so the difference may be chance: {inside}. "
+            f"Beyond the noise: {len(verdicts) - inside}.")
 
 
 def ratio_cell(concurrency: int, a_tok_s: float | None, b_tok_s: float | None) -> RatioCell:

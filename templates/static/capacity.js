@@ -73,7 +73,7 @@
   function readTarget(form) {
     function number(name) {
       var input = form.elements[name];
-      if (input.value.trim() === "") return null;
+      if (!input || input.value.trim() === "") return null;  // the ranking asks no price
       var value = Number(input.value);
       return isFinite(value) && value >= 0 ? value : NaN;
     }
