@@ -18,6 +18,7 @@ from sitegen.capacity import capacity_view, ranking_view
 from sitegen.errors import InputError
 from sitegen.index_view import COLUMNS, facets, newest_first
 from sitegen.loader import load_bundles
+from sitegen.noise import noise_sentence, within_noise
 from sitegen.render import DEFAULT_TEMPLATES, make_environment, render_run_page
 from sitegen.staging import Publication, Stage, staged
 from sitegen.summary import RunSummary, summarize
@@ -175,10 +176,10 @@ def write_compare(stage: Stage, site: Site, plan: Publication, a: Bundle, b: Bun
     if plan.unchanged(path, key):
         return
     template = site.env.get_template("compare.html")
-    noise = compare.within_noise(a, b)
+    verdicts = within_noise(a, b)
     html = template.render(
         urls=Urls(1), a=a, b=b, why=why, view_a=site.view(a), view_b=site.view(b), decode_a=site.decode_block(a, compact=True), decode_b=site.decode_block(b, compact=True),
-        ratios=compare_rows(a, b, noise), diffs=compare.field_diffs(a, b), noise=compare.noise_sentence(noise),
+        ratios=compare_rows(a, b, verdicts), diffs=compare.field_diffs(a, b), noise=noise_sentence(verdicts),
         **site.context(),
     )
     stage.write(path, html)

@@ -9,11 +9,10 @@ from collections.abc import Iterable
 
 import msgspec
 
-from runner.schema import Bundle, DecodeCell
+from runner.schema import Bundle
 from sitegen.runview import sections
 from sitegen.slug import slugify
 from sitegen.summary import valued_cells
-from sitegen.tail_view import repeats_of, total_range
 
 PARTNER_LIMIT = 3
 SAME_SETUP = "Same model, hardware and engine, measured again"
@@ -120,40 +119,6 @@ def related_pairs(bundles: Iterable[Bundle], limit: int = PARTNER_LIMIT) -> list
 def totals(bundle: Bundle) -> dict[tuple[int, int], float]:
     """Total tok/s of the cells with a value, by (context, concurrency)."""
     return {(c.context_tokens, c.concurrency): c.total_tok_s for c in valued_cells(bundle)}
-
-
-def noise_range(cell: DecodeCell) -> tuple[float, float]:
-    """The total tok/s a cell's repeats spanned; a cell measured once spans its one value."""
-    return total_range(cell) or (cell.total_tok_s, cell.total_tok_s)
-
-
-def within_noise(a: Bundle, b: Bundle) -> dict[tuple[int, int], bool]:
-    """For each cell with a value in both runs and repeats in at least one: do the two ranges of
-    total tok/s overlap? Where they do, the difference between the runs lies within the noise."""
-    cells_a = {(c.context_tokens, c.concurrency): c for c in valued_cells(a)}
-    verdicts = {}
-    for cell_b in valued_cells(b):
-        key = (cell_b.context_tokens, cell_b.concurrency)
-        cell_a = cells_a.get(key)
-        if cell_a is None or not (repeats_of(cell_a) or repeats_of(cell_b)):
-            continue
-        (lo_a, hi_a), (lo_b, hi_b) = noise_range(cell_a), noise_range(cell_b)
-        verdicts[key] = max(lo_a, lo_b) <= min(hi_a, hi_b)
-    return verdicts
-
-
-NO_REPEATS = ("Neither run was measured with repeats (runner measure --repeats), so these ratios carry no "
-              "measure of noise: a difference of a few percent can be chance.")
-
-
-def noise_sentence(verdicts: dict[tuple[int, int], bool]) -> str:
-    """What the comparison page says about noise, from `within_noise`'s verdicts."""
-    if not verdicts:
-        return NO_REPEATS
-    inside = sum(verdicts.values())
-    return (f"Cells with repeats in either run: {len(verdicts)}. Within the noise, where the ranges of the "
-            f"repeats' total tok/s overlap (marked ≈), so the difference may be chance: {inside}. "
-            f"Beyond the noise: {len(verdicts) - inside}.")
 
 
 def ratio_cell(concurrency: int, a_tok_s: float | None, b_tok_s: float | None) -> RatioCell:
