@@ -44,9 +44,11 @@ class Preset(msgspec.Struct, frozen=True):
     target: Target
 
 
+# Chat is where the reader's inputs and the index's ranking start.
+CHAT = Preset("Chat", Target(ttft_ms=1000, min_tok_s_per_user=20))
 PRESETS = (
     Preset("Interactive", Target(ttft_ms=500, min_tok_s_per_user=50)),
-    Preset("Chat", Target(ttft_ms=1000, min_tok_s_per_user=20)),
+    CHAT,
     Preset("Bulk", Target(ttft_ms=10_000, min_tok_s_per_user=5)),
 )
 
@@ -248,6 +250,7 @@ class CapacityView(msgspec.Struct, frozen=True):
     presets: tuple[Preset, ...]
     rows: list[PresetRow]
     data: str
+    start: Target = CHAT.target
     none: str = NONE_QUALIFIES
 
 
@@ -267,7 +270,7 @@ class RankingView(msgspec.Struct, frozen=True):
     data: str
 
 
-def ranking_view(bundles: list[Bundle], target: Target = PRESETS[1].target) -> RankingView | None:
+def ranking_view(bundles: list[Bundle], target: Target = CHAT.target) -> RankingView | None:
     """The ranking at the context most runs measured and the Chat preset; None for a site without decode cells."""
     context = common_context(bundles)
     if context is None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sitegen.capacity import PRESETS, answer, capacity, check_target, json_records, preset_rows, ranking
+from sitegen.capacity import CHAT, PRESETS, answer, capacity, check_target, json_records, preset_rows, ranking
 from sitegen.importers import import_file
 from sitegen.importers.options import ImportOptions
 from tests.conftest import SEEDS
@@ -56,7 +56,7 @@ def test_javascript_answers_the_readers_targets_as_python_does(page, site_server
         page.goto(site_server + f"runs/{bundle.id}/index.html")
         page.wait_for_selector("#capacity-result table")
         # The inputs start at the Chat preset: the table must equal that preset's build-time column.
-        chat = next(i for i, p in enumerate(PRESETS) if p.name == "Chat")
+        chat = PRESETS.index(CHAT)
         shown = _rows(page, "#capacity-result")
         built = [[row.label] + ([a.requests, a.total, a.per_gpu] if a.qualified else ["no cell meets both targets"])
                  for row in preset_rows(bundle) for a in [row.answers[chat]]]
@@ -94,7 +94,7 @@ def test_index_ranks_runs_by_capacity_at_a_chosen_context_and_target(page, site_
     ids = lambda: page.eval_on_selector_all("#ranking-table tbody tr", "rows => rows.map(r => r.getAttribute('data-id'))")  # noqa: E731
     built = ids()
     reasons: set[str | None] = set()
-    assert built == [r.id for r in ranking(seed_bundles, 8192, PRESETS[1].target)]
+    assert built == [r.id for r in ranking(seed_bundles, 8192, CHAT.target)]
     assert page.locator("#ranking-form").is_visible()
     for context, ttft, per_user in ((8192, 500, 50), (32768, 2000, 30), (1043456, 10_000, 1), (65536, 300, 100)):
         page.select_option("#ranking-form [name=context]", str(context))
