@@ -160,16 +160,11 @@ def json_records(bundle: Bundle, target: Target) -> list[dict]:
     return [msgspec.to_builtins(p) for p in capacity(bundle, target)]
 
 
-def cell_records(bundle: Bundle) -> list[dict]:
-    """The Valid decode cells (the only ones the rule can pick) as the browser's copy of the rule
-    needs them: raw numbers and their display strings."""
-    gpus = bundle.hardware.gpu_count
+def cell_records(bundle: Bundle) -> list[list]:
+    """The Valid decode cells, the only ones the rule can pick, as capacity.js reads them:
+    [context, concurrency, total tok/s, per-request tok/s, TTFT ms], kept short for the index."""
     return [
-        {
-            "context": c.context_tokens, "n": c.concurrency, "status": c.status, "total": c.total_tok_s,
-            "per_user": c.per_request_tok_s, "ttft": c.ttft_ms, "total_text": f.tok_s(c.total_tok_s),
-            "per_gpu_text": f.tok_s(per_gpu(c.total_tok_s, gpus) if c.total_tok_s is not None else None),
-        }
+        [c.context_tokens, c.concurrency, c.total_tok_s, c.per_request_tok_s, c.ttft_ms]
         for c in sorted(bundle.decode, key=lambda c: (c.context_tokens, c.concurrency)) if c.status == "Valid"
     ]
 

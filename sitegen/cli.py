@@ -121,9 +121,9 @@ def _number(flag: str, text: str | None, required: bool = False) -> float | None
 
 @main.command("capacity")
 @click.argument("bundle", type=click.Path(path_type=Path))
-@click.option("--ttft-ms", "ttft_ms", default=None, help="Target (required): median time to first token at most this many ms.")
-@click.option("--min-tok-s-per-user", "min_tok_s", default=None, help="Target (required): median per-request tok/s at least this.")
-@click.option("--gpu-hour-usd", "price", default=None, help="Price of one GPU for an hour, in USD: adds the cost of a million output tokens.")
+@click.option("--ttft-ms", "ttft_ms", default=None, metavar="MS", help="Target (required): median time to first token at most this many ms.")
+@click.option("--min-tok-s-per-user", "min_tok_s", default=None, metavar="TOK_S", help="Target (required): median per-request tok/s at least this.")
+@click.option("--gpu-hour-usd", "price", default=None, metavar="USD", help="Price of one GPU for an hour, in USD: adds the cost of a million output tokens.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per context, instead of a table.")
 def capacity_command(bundle: Path, ttft_ms: str, min_tok_s: str, price: str | None, as_json: bool) -> None:
     """For each context of BUNDLE, the Valid cell with the most total tok/s that meets both targets."""

@@ -74,7 +74,7 @@ def test_javascript_answers_the_readers_targets_as_python_does(page, site_server
             raw = page.evaluate(
                 "([t, u, p]) => { const data = JSON.parse(document.getElementById('capacity-data').textContent);"
                 " return window.speedMatrixCapacity.capacity(data, {ttftMs: t, minTokSPerUser: u, gpuHourUsd: p})"
-                ".map(({cell, ...rest}) => rest); }", [ttft, per_user, price])
+                "; }", [ttft, per_user, price])
             for js, py in zip(raw, json_records(bundle, target), strict=True):
                 assert js.keys() == py.keys()
                 assert all(js[k] == (py[k] if py[k] is None else pytest.approx(py[k], rel=1e-12)) for k in py), (js, py)
@@ -110,3 +110,14 @@ def test_index_ranks_runs_by_capacity_at_a_chosen_context_and_target(page, site_
     page.set_viewport_size(PHONE)
     page.locator("#capacity-ranking").screenshot(path=str(tmp_path / "ranking-phone.png"))
     assert outside == [] and page.console_errors == []
+
+
+def test_javascript_formats_numbers_as_python_does(page, site_server: str, seed_bundles: list) -> None:
+    from sitegen import formats as f
+
+    page.goto(site_server + f"runs/{seed_bundles[0].id}/index.html")
+    rng = random.Random(12)
+    values = [0.0, 0.05, 0.15, 1.005, 2.675, 9999.94, 9999.95, 10_000.0, 12_345.65, 99_999.95, 1_234_567.0, 2956.35, 0.004, 0.005]
+    values += [round(rng.uniform(0, 50_000), rng.choice((1, 2, 3))) for _ in range(200)] + [rng.uniform(0, 100) for _ in range(100)]
+    shown = page.evaluate("values => values.map(v => [window.speedMatrixCapacity.tokS(v), window.speedMatrixCapacity.usd(v)])", values)
+    assert shown == [[f.tok_s(v), f.usd(v)] for v in values]

@@ -15,9 +15,13 @@
     return node;
   }
 
+  /* A cell as the page embeds it: [context, concurrency, total tok/s, per-request tok/s, TTFT ms];
+     only Valid cells are embedded, so every one is a candidate. */
+  var CONTEXT = 0, N = 1, TOTAL = 2, PER_USER = 3, TTFT = 4;
+
   function qualifies(cell, target) {
-    return cell.status === "Valid" && cell.total !== null && cell.ttft !== null && cell.ttft <= target.ttftMs &&
-      cell.per_user !== null && cell.per_user >= target.minTokSPerUser;
+    return cell[TOTAL] !== null && cell[TTFT] !== null && cell[TTFT] <= target.ttftMs &&
+      cell[PER_USER] !== null && cell[PER_USER] >= target.minTokSPerUser;
   }
 
   function usdPerMillion(price, gpus, total) {
@@ -29,16 +33,16 @@
   function pick(cells, gpus, context, target) {
     var best = null;
     cells.forEach(function (cell) {
-      if (cell.context !== context || !qualifies(cell, target)) return;
-      if (best === null || cell.total > best.total || (cell.total === best.total && cell.n < best.n)) best = cell;
+      if (cell[CONTEXT] !== context || !qualifies(cell, target)) return;
+      if (best === null || cell[TOTAL] > best[TOTAL] || (cell[TOTAL] === best[TOTAL] && cell[N] < best[N])) best = cell;
     });
     if (best === null) {
-      return { context_tokens: context, concurrency: null, total_tok_s: null, tok_s_per_gpu: null, usd_per_million_tokens: null, cell: null };
+      return { context_tokens: context, concurrency: null, total_tok_s: null, tok_s_per_gpu: null, usd_per_million_tokens: null };
     }
     return {
-      context_tokens: context, concurrency: best.n, total_tok_s: best.total,
-      tok_s_per_gpu: gpus ? best.total / gpus : null,
-      usd_per_million_tokens: usdPerMillion(target.gpuHourUsd, gpus, best.total), cell: best,
+      context_tokens: context, concurrency: best[N], total_tok_s: best[TOTAL],
+      tok_s_per_gpu: gpus ? best[TOTAL] / gpus : null,
+      usd_per_million_tokens: usdPerMillion(target.gpuHourUsd, gpus, best[TOTAL]),
     };
   }
 
@@ -61,6 +65,14 @@
   function commas(text) {
     var parts = text.split(".");
     return parts[0].replace(/\B(?=(\d{3})+(?!\d))/g, ",") + (parts.length > 1 ? "." + parts[1] : "");
+  }
+
+  /* sitegen/formats.py's tok_s: one decimal with commas under 10,000, else thousands with a K. */
+  function tokS(value) {
+    if (value === null) return EMPTY;
+    var tenths = roundHalfUp(value, 1);
+    if (Number(tenths) < 10000) return commas(tenths);
+    return commas(roundHalfUp(value / 1000, 1)).replace(/\.0$/, "") + "K";
   }
 
   function usd(value) {
@@ -87,15 +99,15 @@
   }
 
   function answerCells(row, found, withPrice) {
-    if (found.cell === null) {
+    if (found.concurrency === null) {
       var none = el("td", NONE_QUALIFIES, "none");
       none.colSpan = withPrice ? 4 : 3;
       row.appendChild(none);
       return;
     }
     row.appendChild(el("td", String(found.concurrency)));
-    row.appendChild(el("td", found.cell.total_text));
-    row.appendChild(el("td", found.cell.per_gpu_text));
+    row.appendChild(el("td", tokS(found.total_tok_s)));
+    row.appendChild(el("td", tokS(found.tok_s_per_gpu)));
     if (withPrice) row.appendChild(el("td", usd(found.usd_per_million_tokens)));
   }
 
@@ -142,7 +154,7 @@
 
   /* Best first: tok/s per GPU, then runs of unknown GPU count by total tok/s, then none qualifying. */
   function rankKey(found) {
-    if (found.cell === null) return [2, 0];
+    if (found.concurrency === null) return [2, 0];
     if (found.tok_s_per_gpu === null) return [1, -found.total_tok_s];
     return [0, -found.tok_s_per_gpu];
   }
@@ -200,5 +212,5 @@
     if (run) runView(run);
     if (ranking) rankingView(ranking);
   });
-  window.speedMatrixCapacity = { capacity: capacity, pick: pick, usd: usd };
+  window.speedMatrixCapacity = { capacity: capacity, pick: pick, tokS: tokS, usd: usd };
 })();
