@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from runner.client import Client, LoopDetected, RequestFailed, Trace
 from runner.prompts import Prompt, PromptMaker
@@ -31,6 +32,29 @@ class Figures(msgspec.Struct, kw_only=True):
     completed: int
     output_tokens: int
     measured_s: float
+    ttft_p90_ms: float | UnsetType = UNSET
+    ttft_p99_ms: float | UnsetType = UNSET
+    tbt_p90_ms: float | UnsetType = UNSET
+    tbt_p99_ms: float | UnsetType = UNSET
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100), interpolating linearly between the closest ranks: p50 is the median."""
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def tail_percentiles(ttfts: Sequence[float], gaps: Sequence[float]) -> dict[str, float]:
+    """p90 and p99 of the requests' TTFTs and time between tokens (seconds in, ms out); none without requests."""
+    found = {}
+    for name, values in (("ttft", ttfts), ("tbt", gaps)):
+        if values:
+            found[f"{name}_p90_ms"] = percentile(values, 90) * 1000
+            found[f"{name}_p99_ms"] = percentile(values, 99) * 1000
+    return found
 
 
 def decode_figures(traces: Sequence[Trace], start: float, end: float) -> Figures:
@@ -62,6 +86,7 @@ def decode_figures(traces: Sequence[Trace], start: float, end: float) -> Figures
         completed=completed,
         output_tokens=tokens,
         measured_s=window,
+        **tail_percentiles(ttfts, gaps),
     )
 
 

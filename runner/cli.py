@@ -41,6 +41,9 @@ _SERVER_OPTIONS: dict[str, Callable[[Callable], Callable]] = {
     "concurrency": click.option("--concurrency", default="1,2,4,8,16,32,64,128", show_default=True,
                                 callback=_list_option(parse_list, parse_count), help="Simultaneous requests per column."),
     "duration": click.option("--duration", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Seconds per measurement."),
+    "repeats": click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
+                            help="Measure each decode cell this many times, in passes spread across the run; "
+                                 "a cell's figures are the medians of its repeats."),
     "max_output": click.option("--max-output", type=click.IntRange(min=1), default=4096, show_default=True, help="Max output tokens per request."),
     "kv_capacity": click.option("--kv-capacity", type=click.IntRange(min=1), default=None, help="KV cache size in tokens (default: from the server)."),
     "api_key_env": click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Environment variable holding the API key."),

@@ -13,6 +13,7 @@ from pathlib import Path
 import msgspec
 
 from runner.plan import PlanSpec
+from runner.repeats import combine
 from runner.schema import Bundle, DecodeCell, PrefillPoint, encode_bundle
 
 
@@ -33,10 +34,11 @@ class PrefillLine(msgspec.Struct, tag="prefill", tag_field="kind"):
     point: PrefillPoint
 
 
-class DecodeLine(msgspec.Struct, tag="decode", tag_field="kind"):
-    """One finished decode cell."""
+class DecodeLine(msgspec.Struct, tag="decode", tag_field="kind", omit_defaults=True):
+    """One finished decode cell; `repeat` counts from 0 and is left out of the line when 0."""
 
     cell: DecodeCell
+    repeat: int = 0
 
 
 Line = Header | PrefillLine | DecodeLine
@@ -58,6 +60,7 @@ class Journal:
         self.header = header
         self.points: dict[int, PrefillPoint] = {}
         self.cells: dict[tuple[int, int], DecodeCell] = {}
+        self.later: dict[tuple[int, int, int], DecodeCell] = {}  # repeats after the first, by (C, N, repeat)
 
     @classmethod
     def create(cls, path: Path, header: Header) -> Journal:
@@ -96,9 +99,9 @@ class Journal:
                 handle.write(b"\n")
         return journal
 
-    def record(self, item: PrefillPoint | DecodeCell) -> None:
-        """Append a finished point or cell and make it durable before returning."""
-        entry = PrefillLine(item) if isinstance(item, PrefillPoint) else DecodeLine(item)
+    def record(self, item: PrefillPoint | DecodeCell, repeat: int = 0) -> None:
+        """Append a finished point or cell (repeat `repeat` of it) and make it durable before returning."""
+        entry = PrefillLine(item) if isinstance(item, PrefillPoint) else DecodeLine(item, repeat)
         self._append(entry)
         self._remember(entry)
 
@@ -106,17 +109,30 @@ class Journal:
         """True if `item` needs no measuring again: present and not Failed."""
         return item is not None and item.status != "Failed"
 
+    def decode_at(self, context: int, concurrency: int, repeat: int = 0) -> DecodeCell | None:
+        """One repeat of a decode cell, or None when it is not measured yet."""
+        return self.cells.get((context, concurrency)) if repeat == 0 else self.later.get((context, concurrency, repeat))
+
+    def measured(self, context: int, concurrency: int) -> list[DecodeCell]:
+        """Every repeat of a cell measured so far, in repeat order."""
+        found = (self.decode_at(context, concurrency, r) for r in range(self.header.plan.repeats))
+        return [cell for cell in found if cell is not None]
+
     def bundle(self) -> Bundle:
-        """The bundle as of now: the header plus every point and cell, in matrix order."""
+        """The bundle as of now: the header plus every point and cell, in matrix order; a cell
+        measured more than once holds all its repeats (runner/repeats.py)."""
+        repeated = [self.measured(*key) for key in sorted(self.cells)]
         return msgspec.structs.replace(
             self.header.bundle,
             prefill=[self.points[c] for c in sorted(self.points)],
-            decode=[self.cells[k] for k in sorted(self.cells)],
+            decode=[cells[0] if len(cells) == 1 else combine(cells) for cells in repeated],
         )
 
     def _remember(self, entry: Line) -> None:
         if isinstance(entry, PrefillLine):
             self.points[entry.point.context_tokens] = entry.point
+        elif isinstance(entry, DecodeLine) and entry.repeat:
+            self.later[(entry.cell.context_tokens, entry.cell.concurrency, entry.repeat)] = entry.cell
         elif isinstance(entry, DecodeLine):
             self.cells[(entry.cell.context_tokens, entry.cell.concurrency)] = entry.cell
 

@@ -15,7 +15,7 @@ from runner.hardware import detect_gpus
 from runner.journal import Header, Journal, JournalError, journal_path, write_bundle
 from runner.metadata import CHUNK_COUNTING_NOTE, build_header, is_local
 from runner.options import Options, OptionError
-from runner.plan import PlanSpec, default_contexts, default_prefill_contexts, over_capacity
+from runner.plan import Item, PlanSpec, default_contexts, default_prefill_contexts, measuring_order, over_capacity
 from runner.probe import ServerError, ServerFacts, busy_requests, probe_server, queue_length, wait_ready
 from runner.progress import Progress
 from runner.prompts import PromptMaker, request_body
@@ -59,7 +59,7 @@ def plan_for(options: Options, facts: ServerFacts) -> PlanSpec:
     prefill = options.prefill_contexts or default_prefill_contexts(contexts, max_len)
     return PlanSpec(contexts=contexts, prefill_contexts=prefill, concurrency=list(options.concurrency),
                     duration=options.duration, max_output=options.max_output,
-                    kv_capacity=facts.kv_capacity, max_model_len=max_len)
+                    kv_capacity=facts.kv_capacity, max_model_len=max_len, repeats=options.repeats)
 
 
 def _summary(item: PrefillPoint | DecodeCell) -> str:
@@ -83,23 +83,16 @@ def _find_journal(options: Options) -> Path:
     return journals[-1]
 
 
-def plan_items(plan: PlanSpec) -> list[tuple[int, int | None]]:
-    """Every matrix item in measuring order; (C, None) is the prefill point at C."""
-    rows = [[(c, None)] * (c in plan.prefill_contexts) + [(c, n) for n in plan.concurrency] for c in plan.contexts]
-    extra = [(c, None) for c in plan.prefill_contexts if c not in plan.contexts]
-    return [item for row in rows for item in row] + extra
-
-
-def journaled(journal: Journal, context: int, concurrency: int | None) -> PrefillPoint | DecodeCell | None:
+def journaled(journal: Journal, context: int, concurrency: int | None, repeat: int = 0) -> PrefillPoint | DecodeCell | None:
     """The journal's entry for one matrix item, or None."""
     if concurrency is None:
         return journal.points.get(context)
-    return journal.cells.get((context, concurrency))
+    return journal.decode_at(context, concurrency, repeat)
 
 
 def left_to_measure(journal: Journal) -> int:
     """How many items of the journal's plan are not finished yet."""
-    return sum(1 for c, n in plan_items(journal.header.plan) if not journal.finished(journaled(journal, c, n)))
+    return sum(1 for c, n, r in measuring_order(journal.header.plan) if not journal.finished(journaled(journal, c, n, r)))
 
 
 class Measurement:
@@ -121,17 +114,14 @@ class Measurement:
                                 (lambda: queue_length(client)) if facts.queue_gauge else None)
         self.window_overhead: list[float] = []
 
-    def items(self) -> list[tuple[int, int | None]]:
-        """Every matrix item in measuring order; (C, None) is the prefill point at C."""
-        return plan_items(self.plan)
+    def items(self) -> list[Item]:
+        """Every item in measuring order, (C, N, repeat); (C, None, 0) is the prefill point at C."""
+        return measuring_order(self.plan)
 
-    def _existing(self, context: int, concurrency: int | None) -> PrefillPoint | DecodeCell | None:
-        return journaled(self.journal, context, concurrency)
-
-    def _eta(self, remaining: list[tuple[int, int | None]]) -> float:
+    def _eta(self, remaining: list[Item]) -> float:
         """Seconds left: each decode cell to run costs its window plus the overhead seen so far."""
         overhead = sum(self.window_overhead) / len(self.window_overhead) if self.window_overhead else 2.0
-        cells = sum(1 for c, n in remaining if n is not None
+        cells = sum(1 for c, n, _ in remaining if n is not None
                     and not over_capacity(c, n, self.plan.max_output, self.plan.kv_capacity))
         return cells * (self.plan.duration + overhead)
 
@@ -147,10 +137,12 @@ class Measurement:
         if not left_to_measure(self.journal):
             self.progress.note("nothing left to measure: every item of this run is finished")
         items = self.items()
-        for index, (context, concurrency) in enumerate(items):
-            if self.journal.finished(self._existing(context, concurrency)):
+        for index, (context, concurrency, repeat) in enumerate(items):
+            if self.journal.finished(journaled(self.journal, context, concurrency, repeat)):
                 continue
             name = f"prefill {context_label(context)}" if concurrency is None else f"decode {context_label(context)} × {concurrency}"
+            if self.plan.repeats > 1 and concurrency is not None:
+                name += f", repeat {repeat + 1} of {self.plan.repeats}"
             done = len(items) - left_to_measure(self.journal)
             self.progress.start(name, done, self._eta(items[index:]))
             try:
@@ -160,7 +152,7 @@ class Measurement:
                         else DecodeCell(context_tokens=context, concurrency=concurrency, status="Failed", error=str(exc)))
             if item.error:
                 item.error = redact(item.error, self.secrets)
-            self.journal.record(item)
+            self.journal.record(item, repeat)
             write_bundle(self.out, self.journal.bundle())
             self.progress.finish(_summary(item))
             if item.status == "Failed":

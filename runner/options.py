@@ -82,6 +82,7 @@ class Options(msgspec.Struct, kw_only=True):
     prefill_contexts: list[int] | None = None
     concurrency: list[int] = msgspec.field(default_factory=lambda: list(DEFAULT_CONCURRENCY))
     duration: float = 30.0
+    repeats: int = 1
     max_output: int = 4096
     kv_capacity: int | None = None
     api_key_env: str = "OPENAI_API_KEY"

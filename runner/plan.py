@@ -24,6 +24,7 @@ class PlanSpec(msgspec.Struct, kw_only=True):
     max_output: int
     kv_capacity: int | None = None
     max_model_len: int | None = None
+    repeats: int = 1
 
 
 def usable_max_context(max_model_len: int, max_output: int) -> int:
@@ -57,11 +58,28 @@ def decode_cells(spec: PlanSpec) -> list[tuple[int, int]]:
     return [(c, n) for c in spec.contexts for n in spec.concurrency]
 
 
+# One item of a run: (context, concurrency, repeat); concurrency None is the prefill point at that context.
+Item = tuple[int, int | None, int]
+
+
+def measuring_order(spec: PlanSpec) -> list[Item]:
+    """Every item of the run in measuring order.
+
+    The first pass is the whole matrix, row by row, each row after its prefill point. With
+    repeats, every decode cell that will run is measured again in each further pass, so a
+    cell's repeats lie a whole pass apart, not back to back.
+    """
+    rows = [[(c, None, 0)] * (c in spec.prefill_contexts) + [(c, n, 0) for n in spec.concurrency] for c in spec.contexts]
+    extra = [(c, None, 0) for c in spec.prefill_contexts if c not in spec.contexts]
+    runs = [(c, n) for c, n in decode_cells(spec) if not over_capacity(c, n, spec.max_output, spec.kv_capacity)]
+    return [item for row in rows for item in row] + extra + [(c, n, r) for r in range(1, spec.repeats) for c, n in runs]
+
+
 def estimate_seconds(spec: PlanSpec, prefill_tok_s: float = 10_000.0) -> float:
     """Rough wall time of the whole matrix, for `runner probe` and the progress ETA."""
     seconds = 0.0
     for context, concurrency in decode_cells(spec):
         if not over_capacity(context, concurrency, spec.max_output, spec.kv_capacity):
-            seconds += spec.duration + CELL_OVERHEAD_S
+            seconds += (spec.duration + CELL_OVERHEAD_S) * spec.repeats
     seconds += sum(spec.prefill_contexts) / prefill_tok_s
     return seconds

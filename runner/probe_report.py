@@ -47,7 +47,8 @@ async def probe_report(options: Options) -> str:
         f"prefill at:   {', '.join(context_label(c) for c in plan.prefill_contexts)}",
         f"decode:       {len(plan.contexts)} contexts ({', '.join(context_label(c) for c in plan.contexts)}) × "
         f"{len(plan.concurrency)} concurrency levels ({', '.join(map(str, plan.concurrency))})",
-        f"cells:        {len(cells)} ({skipped} over capacity), {plan.duration:g} s each, max output {plan.max_output:,} tokens",
+        f"cells:        {len(cells)} ({skipped} over capacity), {plan.duration:g} s each, max output {plan.max_output:,} tokens"
+        + (f", each measured {plan.repeats} times" if plan.repeats > 1 else ""),
         f"estimate:     about {duration_text(estimate_seconds(plan))}",
     ]
     return "\n".join(lines)

@@ -89,6 +89,9 @@ class DecodeCell(msgspec.Struct, kw_only=True):
 
     The medians are `ttft_ms` and `tbt_ms`; the tail percentiles beside them are
     recorded by the runner and carried by importers whose source has them.
+    A cell measured several times (`runner measure --repeats`) keeps every repeat, in the order
+    measured, in `repeats`; its own figures are their medians, and `total_tok_s_spread_pct` is the
+    spread of their total tok/s: (highest − lowest) ÷ median, in percent.
     """
 
     context_tokens: Tokens
@@ -108,6 +111,8 @@ class DecodeCell(msgspec.Struct, kw_only=True):
     ttft_p99_ms: Rate | UnsetType = UNSET
     tbt_p90_ms: Rate | UnsetType = UNSET
     tbt_p99_ms: Rate | UnsetType = UNSET
+    repeats: list[DecodeCell] | UnsetType = UNSET
+    total_tok_s_spread_pct: Rate | UnsetType = UNSET
 
 
 class Bundle(msgspec.Struct, kw_only=True):

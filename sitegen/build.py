@@ -14,12 +14,15 @@ from markupsafe import Markup
 from runner.schema import Bundle, bundle_json_schema, encode_bundle
 from sitegen import charts, compare, exports, runview
 from sitegen.cache import code_digest, digest
+from sitegen.capacity import capacity_view, ranking_view
 from sitegen.errors import InputError
 from sitegen.index_view import COLUMNS, facets, newest_first
 from sitegen.loader import load_bundles
+from sitegen.noise import noise_sentence, within_noise
 from sitegen.render import DEFAULT_TEMPLATES, make_environment, render_run_page
 from sitegen.staging import Publication, Stage, staged
 from sitegen.summary import RunSummary, summarize
+from sitegen.tail_view import tail_view
 from sitegen.text_page import render_text
 from sitegen.urls import Urls, compare_file, gpu_dir, model_dir, page_dir, run_dir
 
@@ -138,7 +141,8 @@ def write_run(stage: Stage, site: Site, plan: Publication, bundle: Bundle, partn
         return
     view = site.view(bundle)
     figures = {name: charts.figure_script_json(fig) for name, fig in charts.run_figures(bundle).items()}
-    page_context = {**context, "figures": figures, "decode_block": site.decode_block(bundle)}
+    page_context = {**context, "figures": figures, "decode_block": site.decode_block(bundle),
+                    "capacity": capacity_view(bundle), "tail": tail_view(bundle)}
     stage.write(folder + "index.html", render_run_page(site.env, bundle, view, page_context))
     stage.write(folder + "index.txt", render_text(view))
     stage.write(folder + "bundle.json", encode_bundle(bundle))
@@ -172,15 +176,18 @@ def write_compare(stage: Stage, site: Site, plan: Publication, a: Bundle, b: Bun
     if plan.unchanged(path, key):
         return
     template = site.env.get_template("compare.html")
+    verdicts = within_noise(a, b)
     html = template.render(
         urls=Urls(1), a=a, b=b, why=why, view_a=site.view(a), view_b=site.view(b), decode_a=site.decode_block(a, compact=True), decode_b=site.decode_block(b, compact=True),
-        ratios=compare_rows(a, b), diffs=compare.field_diffs(a, b), **site.context(),
+        ratios=compare_rows(a, b, verdicts), diffs=compare.field_diffs(a, b), noise=noise_sentence(verdicts),
+        **site.context(),
     )
     stage.write(path, html)
 
 
-def compare_rows(a: Bundle, b: Bundle) -> list[dict]:
-    """The ratio matrix as display rows: "1.23×" and a direction class per cell."""
+def compare_rows(a: Bundle, b: Bundle, noise: dict[tuple[int, int], bool]) -> list[dict]:
+    """The ratio matrix as display rows: "1.23×" and a direction class per cell; "≈" marks a
+    difference within the noise of the runs' repeats."""
     from sitegen import formats as f
 
     rows = []
@@ -190,6 +197,8 @@ def compare_rows(a: Bundle, b: Bundle) -> list[dict]:
             ratio = cell.ratio
             text = f"{ratio:.2f}×" if ratio is not None else f.EMPTY
             direction = "" if ratio is None or abs(ratio - 1) < 0.02 else ("ratio-up" if ratio > 1 else "ratio-down")
+            if noise.get((row.context_tokens, cell.concurrency)):
+                text, direction = f"≈ {text}", "within-noise"
             cells.append({"text": text, "class": direction, "n": cell.concurrency, "a": f.tok_s(cell.a_tok_s), "b": f.tok_s(cell.b_tok_s)})
         rows.append({"label": f.context_label(row.context_tokens), "cells": cells})
     return rows
@@ -209,7 +218,8 @@ def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
     stage.write("index.html", index.render(
         urls=urls, heading="Speed test matrices", lead=_lead(site.summaries), rows=newest_first(site.summaries),
         columns=COLUMNS, facets=facets(site.summaries), links=links, compare_url=urls.to("compare/"),
-        figure=charts.figure_script_json(charts.index_figure(site.bundles)) if site.bundles else None, **context,
+        figure=charts.figure_script_json(charts.index_figure(site.bundles)) if site.bundles else None,
+        ranking=ranking_view(site.bundles), **context,
     ))
     for kind, groups, folder_of in (("Model", models, model_dir), ("GPU", gpus, gpu_dir)):
         for slug, (name, members) in groups.items():
@@ -218,7 +228,8 @@ def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
                 continue
             stage.write(folder_of(slug) + "index.html", index.render(
                 urls=Urls(2), heading=f"{name}", lead=f"{kind}: every run of {name}. {_lead(members)}",
-                rows=newest_first(members), columns=COLUMNS, facets=[], links=[], compare_url=None, figure=None, **context,
+                rows=newest_first(members), columns=COLUMNS, facets=[], links=[], compare_url=None, figure=None,
+                ranking=None, **context,
             ))
     picker = site.env.get_template("picker.html")
     stage.write("compare/index.html", picker.render(urls=Urls(1), rows=newest_first(site.summaries), **context))

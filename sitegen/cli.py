@@ -107,6 +107,40 @@ def serve_command(content: Path, out: Path, templates: Path | None, host: str, p
         _fail([str(exc)])
 
 
+def _number(flag: str, text: str | None, required: bool = False) -> float | None:
+    """A number option read as text, so that a typo gets one error line rather than click's usage screen."""
+    if text is None:
+        if required:
+            _fail([f"{flag} is required"])
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        _fail([f"{flag}: not a number: {text!r}"])
+
+
+@main.command("capacity")
+@click.argument("bundle", type=click.Path(path_type=Path))
+@click.option("--ttft-ms", "ttft_ms", default=None, metavar="MS", help="Target (required): median time to first token at most this many ms.")
+@click.option("--min-tok-s-per-user", "min_tok_s", default=None, metavar="TOK_S", help="Target (required): median per-request tok/s at least this.")
+@click.option("--gpu-hour-usd", "price", default=None, metavar="USD", help="Price of one GPU for an hour, in USD: adds the cost of a million output tokens.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per context, instead of a table.")
+def capacity_command(bundle: Path, ttft_ms: str, min_tok_s: str, price: str | None, as_json: bool) -> None:
+    """For each context of BUNDLE, the Valid cell with the most total tok/s that meets both targets."""
+    from sitegen.capacity import check_target, json_records, text_table
+    from sitegen.loader import load_bundle
+
+    try:
+        target = check_target(_number("--ttft-ms", ttft_ms, True), _number("--min-tok-s-per-user", min_tok_s, True),
+                              _number("--gpu-hour-usd", price))
+        run = load_bundle(bundle)
+    except ValueError as exc:
+        _fail([str(exc)])
+    except InputError as exc:
+        _fail([exc.line()])
+    click.echo(json.dumps(json_records(run, target), indent=2) if as_json else text_table(run, target))
+
+
 @main.command("schema")
 def schema_command() -> None:
     """Print the bundle's JSON Schema."""

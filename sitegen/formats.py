@@ -129,3 +129,19 @@ def parse_measured_at(text: str) -> dt.datetime:
         raise ValueError(f"not a date like 'Sep 3, 2026, 14:23 UTC': {text!r}")
     month = _MONTHS.index(match.group(1)) + 1
     return dt.datetime(int(match.group(3)), month, int(match.group(2)), int(match.group(4)), int(match.group(5)), tzinfo=dt.timezone.utc)
+
+
+def plain_number_commas(value: float) -> str:
+    """A reader's target as typed, with thousands commas: 1000.0 -> "1,000", 2.5 -> "2.5"."""
+    whole, point, fraction = plain_number(value).partition(".")
+    return f"{int(whole):,}{point}{fraction}"
+
+
+def usd(value: float | None) -> str:
+    """US dollars with cents: "$0.23", "$1,204.50"; a cost that rounds to nothing is "< $0.01"."""
+    if value is None:
+        return EMPTY
+    cents = _round(value, 2)
+    if cents == 0 and value > 0:
+        return "< $0.01"
+    return f"${cents:,.2f}"

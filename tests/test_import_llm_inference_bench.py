@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
@@ -260,3 +261,17 @@ def test_every_metadata_option_lands_in_the_bundle(tmp_path: Path, source: Path)
     bundle = json.loads((tmp_path / "overridden.json").read_text())
     assert {flag: field_at(bundle, keys) for flag, keys in OVERRIDES.items()} == given
     assert (bundle["hardware"]["gpu_count"], bundle["hardware"]["vram_per_gpu_gb"]) == (3, 96.5)
+
+
+def test_tail_percentiles_come_from_the_file_where_it_has_them(bundle: Bundle, tmp_path: Path) -> None:
+    measured = [r for r in SOURCE["results"] if r.get("aggregate_tps") and not r.get("loop_detected") and not r.get("error")]
+    assert measured
+    for result in measured:
+        cell = cell_of(bundle, result["context_tokens"], result["concurrency"])
+        assert cell.ttft_p90_ms == pytest.approx(result["ttft_p90"] * 1000)
+        assert cell.ttft_p99_ms == pytest.approx(result["ttft_p99"] * 1000)
+        assert cell.tbt_p90_ms == pytest.approx(result["inter_token_latency_p90"] * 1000)
+        assert cell.tbt_p99_ms == pytest.approx(result["inter_token_latency_p99"] * 1000)
+        assert cell.ttft_ms <= cell.ttft_p90_ms <= cell.ttft_p99_ms
+    older = run_import(mutated(lambda d: [r.pop(k, None) for r in d["results"] for k in ("ttft_p90", "ttft_p99")]), tmp_path)
+    assert all(c.ttft_p90_ms is msgspec.UNSET and c.ttft_p99_ms is msgspec.UNSET for c in older.decode)

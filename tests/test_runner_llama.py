@@ -36,6 +36,8 @@ def test_requests_queued_exactly_where_requests_exceed_slots(llama_server, tmp_p
         assert cell.prompt_tokens == 300
         assert cell.total_tok_s and cell.total_tok_s > 0
         assert cell.output_tokens == pytest.approx(cell.total_tok_s * cell.measured_s, abs=1)
+        assert cell.ttft_ms <= cell.ttft_p90_ms <= cell.ttft_p99_ms  # the tail beside the median
+        assert cell.tbt_ms <= cell.tbt_p90_ms <= cell.tbt_p99_ms
     assert [p.prompt_tokens for p in bundle.prefill] == [300, 1000]
     assert all(p.status == "Valid" and p.prompt_tok_s > 0 for p in bundle.prefill)
 

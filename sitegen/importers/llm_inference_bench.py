@@ -331,7 +331,22 @@ def _figures(doc: _Doc, result: dict, where: str, metrics: bool) -> dict[str, fl
         "output_tokens": _count(doc, result, "total_tokens", where),
         "measured_s": doc.number(result, "measurement_seconds", f"{where}.measurement_seconds"),
         "prompt_tokens": round(prompt) if prompt else None,
+        **_tails(doc, result, where),
     }
+
+
+TAILS = (("ttft_p90", "ttft_p90_ms"), ("ttft_p99", "ttft_p99_ms"),
+         ("inter_token_latency_p90", "tbt_p90_ms"), ("inter_token_latency_p99", "tbt_p99_ms"))
+
+
+def _tails(doc: _Doc, result: dict, where: str) -> dict[str, float]:
+    """The tool's p90 and p99 of TTFT and time between tokens, in ms, where the file has them."""
+    found = {}
+    for key, field in TAILS:
+        value = doc.number(result, key, f"{where}.{key}", nullable=True) if key in result else None
+        if value is not None:
+            found[field] = value * 1000
+    return found
 
 
 def _count(doc: _Doc, result: dict, key: str, where: str) -> int:

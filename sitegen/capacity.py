@@ -1,0 +1,277 @@
+"""Capacity at a target: per context, the busiest Valid cell that still meets a TTFT and a per-user speed.
+
+One rule, used by `sitegen capacity`, the run page's capacity view and the index's ranking;
+templates/static/capacity.js repeats it in the browser from the data `page_data` embeds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import msgspec
+
+from runner.schema import Bundle, DecodeCell
+from sitegen import formats as f
+from sitegen.charts import figure_script_json as script_json
+from sitegen.runview import contexts_of, title
+from sitegen.summary import per_gpu
+
+SECONDS_PER_HOUR = 3600
+NONE_QUALIFIES = "no cell meets both targets"
+
+
+class Target(msgspec.Struct, frozen=True, kw_only=True):
+    """What a reader asks of a cell: median TTFT at most `ttft_ms`, median per-request tok/s at least
+    `min_tok_s_per_user`; with a GPU-hour price, the cost of a million output tokens too."""
+
+    ttft_ms: float
+    min_tok_s_per_user: float
+    gpu_hour_usd: float | None = None
+
+    def describe(self) -> str:
+        """"TTFT ≤ 1,000 ms · ≥ 20 tok/s per user" (and "· $2.50 per GPU-hour" with a price)."""
+        text = f"TTFT ≤ {f.plain_number_commas(self.ttft_ms)} ms · ≥ {f.plain_number_commas(self.min_tok_s_per_user)} tok/s per user"
+        if self.gpu_hour_usd is not None:
+            text += f" · {f.usd(self.gpu_hour_usd)} per GPU-hour"
+        return text
+
+
+class Preset(msgspec.Struct, frozen=True):
+    """A named target the run page answers at build time."""
+
+    name: str
+    target: Target
+
+
+# Chat is where the reader's inputs and the index's ranking start.
+CHAT = Preset("Chat", Target(ttft_ms=1000, min_tok_s_per_user=20))
+PRESETS = (
+    Preset("Interactive", Target(ttft_ms=500, min_tok_s_per_user=50)),
+    CHAT,
+    Preset("Bulk", Target(ttft_ms=10_000, min_tok_s_per_user=5)),
+)
+
+
+class Pick(msgspec.Struct, frozen=True, kw_only=True):
+    """One context's answer; `concurrency` and the figures are None when no cell qualifies."""
+
+    context_tokens: int
+    concurrency: int | None
+    total_tok_s: float | None
+    tok_s_per_gpu: float | None
+    usd_per_million_tokens: float | None
+
+
+def check_target(ttft_ms: float, min_tok_s_per_user: float, gpu_hour_usd: float | None) -> Target:
+    """A Target from a reader's numbers; ValueError naming the option when one is negative or not finite."""
+    for name, value in (("--ttft-ms", ttft_ms), ("--min-tok-s-per-user", min_tok_s_per_user), ("--gpu-hour-usd", gpu_hour_usd)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name}: must be a number of 0 or more, got {value:g}")
+    return Target(ttft_ms=ttft_ms, min_tok_s_per_user=min_tok_s_per_user, gpu_hour_usd=gpu_hour_usd)
+
+
+def qualifies(cell: DecodeCell, target: Target) -> bool:
+    """A Valid cell whose median TTFT and median per-request tok/s both meet the target (bounds included)."""
+    return (
+        cell.status == "Valid" and cell.total_tok_s is not None
+        and cell.ttft_ms is not None and cell.ttft_ms <= target.ttft_ms
+        and cell.per_request_tok_s is not None and cell.per_request_tok_s >= target.min_tok_s_per_user
+    )
+
+
+def usd_per_million_tokens(gpu_hour_usd: float | None, gpu_count: int | None, total_tok_s: float) -> float | None:
+    """price × GPUs ÷ (total tok/s × 3600) × 10⁶; None without a price, a GPU count or any throughput."""
+    if gpu_hour_usd is None or not gpu_count or total_tok_s <= 0:
+        return None
+    return gpu_hour_usd * gpu_count / (total_tok_s * SECONDS_PER_HOUR) * 1e6
+
+
+def pick(bundle: Bundle, context: int, target: Target) -> Pick:
+    """The qualifying cell at `context` with the most total tok/s; a tie goes to fewer requests."""
+    cells = [c for c in bundle.decode if c.context_tokens == context and qualifies(c, target)]
+    best = max(cells, key=lambda c: (c.total_tok_s, -c.concurrency), default=None)
+    if best is None:
+        return Pick(context_tokens=context, concurrency=None, total_tok_s=None, tok_s_per_gpu=None, usd_per_million_tokens=None)
+    gpus = bundle.hardware.gpu_count
+    return Pick(
+        context_tokens=context, concurrency=best.concurrency, total_tok_s=best.total_tok_s,
+        tok_s_per_gpu=per_gpu(best.total_tok_s, gpus),
+        usd_per_million_tokens=usd_per_million_tokens(target.gpu_hour_usd, gpus, best.total_tok_s),
+    )
+
+
+def capacity(bundle: Bundle, target: Target) -> list[Pick]:
+    """One answer per decode context of the run, shortest context first."""
+    return [pick(bundle, context, target) for context in contexts_of(bundle)]
+
+
+class Answer(msgspec.Struct, frozen=True):
+    """A Pick as display strings, for the CLI's table and the pages."""
+
+    context: str
+    requests: str
+    total: str
+    per_gpu: str
+    usd: str
+    qualified: bool
+
+
+def answer(found: Pick) -> Answer:
+    """The display strings of one context's answer ("—" for an unknown figure)."""
+    return Answer(
+        context=f.context_label(found.context_tokens),
+        requests=f.count(found.concurrency),
+        total=f.tok_s(found.total_tok_s),
+        per_gpu=f.tok_s(found.tok_s_per_gpu),
+        usd=f.usd(found.usd_per_million_tokens),
+        qualified=found.concurrency is not None,
+    )
+
+
+TABLE_HEADER = ("Context", "Requests at once", "Total tok/s", "tok/s per GPU", "USD per million output tokens")
+
+
+def text_table(bundle: Bundle, target: Target) -> str:
+    """The CLI's answer for people: the run, the target, then one aligned line per context."""
+    header = TABLE_HEADER if target.gpu_hour_usd is not None else TABLE_HEADER[:-1]
+    rows = [answer(p) for p in capacity(bundle, target)]
+    full = [list(header)] + [[r.context, r.requests, r.total, r.per_gpu, r.usd][: len(header)] for r in rows if r.qualified]
+    widths = [max(len(line[i]) for line in full) for i in range(len(header))]
+    widths[0] = max([widths[0]] + [len(r.context) for r in rows])
+
+    def line(values: list[str]) -> str:
+        return "  ".join([values[0].ljust(widths[0])] + [v.rjust(w) for v, w in zip(values[1:], widths[1:])])
+
+    out = [title(bundle), target.describe(), "", line(list(header))]
+    for r in rows:
+        out.append(line([r.context, r.requests, r.total, r.per_gpu, r.usd][: len(header)]) if r.qualified
+                   else f"{r.context.ljust(widths[0])}  {NONE_QUALIFIES}")
+    if not rows:
+        out.append("The run has no decode cells.")
+    if not bundle.hardware.gpu_count:
+        out += ["", "The run does not record its GPU count, so tok/s per GPU and the cost are unknown."]
+    return "\n".join(out)
+
+
+def json_records(bundle: Bundle, target: Target) -> list[dict]:
+    """The CLI's --json answer: context_tokens, concurrency (null when none qualifies), total_tok_s,
+    tok_s_per_gpu and usd_per_million_tokens per context."""
+    return [msgspec.to_builtins(p) for p in capacity(bundle, target)]
+
+
+def cell_records(bundle: Bundle) -> list[list]:
+    """The Valid decode cells, the only ones the rule can pick, as capacity.js reads them:
+    [context, concurrency, total tok/s, per-request tok/s, TTFT ms], kept short for the index."""
+    return [
+        [c.context_tokens, c.concurrency, c.total_tok_s, c.per_request_tok_s, c.ttft_ms]
+        for c in sorted(bundle.decode, key=lambda c: (c.context_tokens, c.concurrency)) if c.status == "Valid"
+    ]
+
+
+def page_data(bundle: Bundle) -> dict:
+    """What a run page embeds for capacity.js: the GPU count, the context labels and every cell."""
+    return {
+        "gpus": bundle.hardware.gpu_count,
+        "contexts": [[c, f.context_label(c)] for c in contexts_of(bundle)],
+        "cells": cell_records(bundle),
+    }
+
+
+class PresetRow(msgspec.Struct, frozen=True):
+    """One context of the run page's build-time table: an answer per preset."""
+
+    label: str
+    answers: list[Answer]
+
+
+def preset_rows(bundle: Bundle, presets: tuple[Preset, ...] = PRESETS) -> list[PresetRow]:
+    """The build-time capacity table: rows by context, a column per preset target."""
+    columns = [capacity(bundle, preset.target) for preset in presets]
+    return [
+        PresetRow(f.context_label(context), [answer(column[i]) for column in columns])
+        for i, context in enumerate(contexts_of(bundle))
+    ]
+
+
+class Ranked(msgspec.Struct, frozen=True):
+    """One run's place in the index ranking: its answer at the chosen context, or why it has none."""
+
+    id: str
+    title: str
+    answer: Answer | None
+    reason: str | None
+
+
+def rank_key(found: Pick) -> tuple:
+    """Best first: tok/s per GPU, then runs of unknown GPU count by total tok/s, then none qualifying."""
+    if found.concurrency is None:
+        return (2, 0.0)
+    if found.tok_s_per_gpu is None:
+        return (1, -found.total_tok_s)
+    return (0, -found.tok_s_per_gpu)
+
+
+def ranking(bundles: list[Bundle], context: int, target: Target) -> list[Ranked]:
+    """Runs ranked by capacity at one context and target; runs that did not measure it come last."""
+    measured, unmeasured = [], []
+    for bundle in sorted(bundles, key=lambda b: b.id):
+        if context in contexts_of(bundle):
+            measured.append((bundle, pick(bundle, context, target)))
+        else:
+            unmeasured.append(Ranked(bundle.id, title(bundle), None, f"not measured at {f.context_label(context)}"))
+    measured.sort(key=lambda pair: rank_key(pair[1]))
+    ranked = [Ranked(b.id, title(b), answer(p), None if p.concurrency is not None else NONE_QUALIFIES) for b, p in measured]
+    return ranked + unmeasured
+
+
+def common_context(bundles: list[Bundle]) -> int | None:
+    """The decode context most runs measured (the shorter on a tie): the ranking's default."""
+    counts = Counter(c for bundle in bundles for c in contexts_of(bundle))
+    return min(counts, key=lambda c: (-counts[c], c), default=None)
+
+
+def index_data(bundles: list[Bundle]) -> dict:
+    """What the index embeds for capacity.js's ranking: per run its id, title, contexts and Valid cells."""
+    return {
+        "runs": [{"id": b.id, "title": title(b), "gpus": b.hardware.gpu_count, "contexts": contexts_of(b), "cells": cell_records(b)}
+                 for b in sorted(bundles, key=lambda b: b.id)],
+    }
+
+
+class CapacityView(msgspec.Struct, frozen=True):
+    """The run page's capacity section: the preset targets, their answers, and the data for capacity.js."""
+
+    presets: tuple[Preset, ...]
+    rows: list[PresetRow]
+    data: str
+    start: Target = CHAT.target
+    none: str = NONE_QUALIFIES
+
+
+def capacity_view(bundle: Bundle) -> CapacityView:
+    """Everything `_capacity.html` shows of one run."""
+    return CapacityView(PRESETS, preset_rows(bundle), script_json(page_data(bundle)))
+
+
+class RankingView(msgspec.Struct, frozen=True):
+    """The index's ranking: the contexts to choose from, the default choice and its answer, and the data."""
+
+    contexts: list[tuple[int, str]]
+    context: int
+    label: str
+    target: Target
+    rows: list[Ranked]
+    data: str
+
+
+def ranking_view(bundles: list[Bundle], target: Target = CHAT.target) -> RankingView | None:
+    """The ranking at the context most runs measured and the Chat preset; None for a site without decode cells."""
+    context = common_context(bundles)
+    if context is None:
+        return None
+    contexts = sorted({c for bundle in bundles for c in contexts_of(bundle)})
+    return RankingView(
+        contexts=[(c, f.context_label(c)) for c in contexts], context=context, label=f.context_label(context),
+        target=target, rows=ranking(bundles, context, target), data=script_json(index_data(bundles)),
+    )

@@ -1,0 +1,45 @@
+"""Is a difference between two runs real or noise? Decided from the repeats `runner measure --repeats` keeps.
+
+A cell's noise is the range of total tok/s its repeats spanned; two runs' cells differ by no
+more than the noise when their ranges overlap. Comparison pages mark those cells and say how many.
+"""
+
+from __future__ import annotations
+
+from runner.schema import Bundle, DecodeCell
+from sitegen.summary import valued_cells
+from sitegen.tail_view import repeats_of, total_range
+
+
+def noise_range(cell: DecodeCell) -> tuple[float, float]:
+    """The total tok/s a cell's repeats spanned; a cell measured once spans its one value."""
+    return total_range(cell) or (cell.total_tok_s, cell.total_tok_s)
+
+
+def within_noise(a: Bundle, b: Bundle) -> dict[tuple[int, int], bool]:
+    """For each cell with a value in both runs and repeats in at least one: do the two ranges of
+    total tok/s overlap? Where they do, the difference between the runs lies within the noise."""
+    cells_a = {(c.context_tokens, c.concurrency): c for c in valued_cells(a)}
+    verdicts = {}
+    for cell_b in valued_cells(b):
+        key = (cell_b.context_tokens, cell_b.concurrency)
+        cell_a = cells_a.get(key)
+        if cell_a is None or not (repeats_of(cell_a) or repeats_of(cell_b)):
+            continue
+        (lo_a, hi_a), (lo_b, hi_b) = noise_range(cell_a), noise_range(cell_b)
+        verdicts[key] = max(lo_a, lo_b) <= min(hi_a, hi_b)
+    return verdicts
+
+
+NO_REPEATS = ("Neither run was measured with repeats (runner measure --repeats), so these ratios carry no "
+              "measure of noise: a difference of a few percent can be chance.")
+
+
+def noise_sentence(verdicts: dict[tuple[int, int], bool]) -> str:
+    """What the comparison page says about noise, from `within_noise`'s verdicts."""
+    if not verdicts:
+        return NO_REPEATS
+    inside = sum(verdicts.values())
+    return (f"Cells with repeats in either run: {len(verdicts)}. Within the noise, where the ranges of the "
+            f"repeats' total tok/s overlap (marked ≈), so the difference may be chance: {inside}. "
+            f"Beyond the noise: {len(verdicts) - inside}.")
