@@ -38,7 +38,10 @@ class RunEvents(Protocol):
         """An item begins (concurrency None: the prefill point); `done` items are finished, about `eta_s` s remain."""
 
     def phase(self, word: str) -> None:
-        """What the running item does now, in a free word: "warming", "measuring", "settling", "retrying"…"""
+        """What the running item does now, in a free word: "warming", "measuring", "settling", "retrying"…
+
+        A decode window begins with "measuring"; live_tokens counts from there.
+        """
 
     def live_tokens(self, tokens: int) -> None:
         """Output tokens the running decode window has received so far."""
