@@ -56,7 +56,7 @@ class LiveView:
         self.word = ""
         self.tokens = 0
         self.ended: str | None = None
-        self._started = self._eta_from = self._phase_from = clock()
+        self._started = self._eta_from = self._phase_from = self._tokens_at = clock()
         self._eta_s: float | None = None
         self._lock = threading.Lock()
         self._live: Live | None = None
@@ -92,7 +92,7 @@ class LiveView:
 
     def live_tokens(self, tokens: int) -> None:
         """Take the running window's token count; its rate shows in the cell."""
-        self.tokens = tokens
+        self.tokens, self._tokens_at = tokens, self.clock()
 
     def cell_finished(self, cell: DecodeCell) -> None:
         """Fill the cell in."""
@@ -120,14 +120,15 @@ class LiveView:
 
     def _set_phase(self, word: str) -> None:
         self.word, self.tokens, self._phase_from = word, 0, self.clock()
+        self._tokens_at = self._phase_from
 
     def _finish(self) -> None:
         self.done += 1
         self.running = None
 
     def live_rate(self) -> float | None:
-        """The running window's tok/s so far, while a window is measuring."""
-        seconds = self.clock() - self._phase_from
+        """The running window's tok/s up to its latest count, while a window is measuring."""
+        seconds = self._tokens_at - self._phase_from
         return self.tokens / seconds if self.word == "measuring" and self.tokens and seconds > 0 else None
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[RenderableType]:

@@ -145,6 +145,9 @@ def test_the_running_cell_shows_live_tok_s_progress_and_eta() -> None:
     assert row(text, "tok/s") == [["12.3K", "·"]]
     assert "decode 8K × 4 · measuring 12 of 30 s · 1,536.0 tok/s" in text
     assert "1/8 · 12 s elapsed · ETA 5 min" in text
+    clock.now += 3  # no new count yet: the rate is that of the latest count, not diluted by the wait
+    text = frame(view)
+    assert row(text, "8K") == [["·", "·", "›1,536.0"]] and "measuring 15 of 30 s · 1,536.0 tok/s" in text
     view.phase("retrying")  # a phase word the driver may add: shown as given, live rate restarts
     text = frame(view)
     assert "decode 8K × 4 · retrying" in text and row(text, "8K") == [["·", "·", "›…"]]
