@@ -13,8 +13,8 @@ import pytest
 
 from runner.live_view import LiveView
 from runner.progress import Progress, reporter_for, resume_command
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 MAIN = str(ROOT / "runner" / "__main__.py")
 
 
