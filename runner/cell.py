@@ -116,6 +116,7 @@ class CellRunner:
         self.ignore_eos = ignore_eos
         self.queue_probe = queue_probe
         self.live_tokens = 0
+        self.on_phase: Callable[[str], None] = lambda word: None  # told "warming", then "measuring"
 
     async def one_token(self, prompt: Prompt) -> Trace:
         """Send `prompt` for one output token; the trace times its prefill.
@@ -149,6 +150,7 @@ class CellRunner:
         """Warm the prompts, then hold len(prompts) streams for `duration` seconds."""
         concurrency = len(prompts)
         base = {"context_tokens": context, "concurrency": concurrency, "prompt_tokens": prompts[0].tokens}
+        self.on_phase("warming")
         try:
             await self.warm(prompts)
         except RequestFailed as exc:
@@ -188,6 +190,7 @@ class CellRunner:
                     stop.set()
                 await asyncio.sleep(min(0.25, stall / 4))
 
+        self.on_phase("measuring")
         start = time.perf_counter()
         tasks = [asyncio.create_task(hold(p)) for p in prompts] + [asyncio.create_task(watch())]
         if self.queue_probe is not None:

@@ -6,12 +6,15 @@ import asyncio
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from runner.options import DEFAULT_BASE_URL, METADATA_FLAGS, Metadata, MetadataFlag, OptionError, Options, parse_count, parse_list
 from runner.plan import DEFAULT_CONTEXTS_TEXT, DEFAULT_PREFILL_TEXT
+
+if TYPE_CHECKING:
+    from runner.progress import RunEvents
 
 _METADATA_FLAGS = (
     MetadataFlag("--id", "id", str, "Bundle id (slug); default: model, GPU, engine and date."),
@@ -89,9 +92,14 @@ def _fail(message: str, status: int = 1) -> NoReturn:
     sys.exit(status)
 
 
-def _run(coroutine_factory: Callable[[], Any]) -> Any:
-    """Run a coroutine; user errors end the program with one line and exit status 1."""
+def _run(coroutine_factory: Callable[[], Any], reporter: RunEvents | None = None) -> Any:
+    """Run a coroutine; user errors end the program with one line and exit status 1.
+
+    After Ctrl-C, the line gives the command that resumes the run `reporter` was showing.
+    """
+    from runner.journal import journal_path
     from runner.measure import MeasureError
+    from runner.progress import resume_command
 
     try:
         return asyncio.run(coroutine_factory())
@@ -99,7 +107,10 @@ def _run(coroutine_factory: Callable[[], Any]) -> Any:
         _fail(str(exc))
     except KeyboardInterrupt:
         click.echo(err=True)  # leave the terminal's ^C on its own line
-        _fail("interrupted; finished cells are kept in the journal; continue with --resume", 130)
+        if reporter is None or reporter.out is None:
+            _fail("interrupted; finished cells are kept in the journal; continue with --resume", 130)
+        _fail(f"interrupted; finished cells are kept in {journal_path(reporter.out)}; resume with: "
+              f"{resume_command(sys.argv, reporter.out)}", 130)
 
 
 @click.group()
@@ -123,8 +134,10 @@ def probe(**params: Any) -> None:
 def measure(**params: Any) -> None:
     """Measure the prefill sweep and the decode matrix into a bundle."""
     from runner.measure import measure as run_measure
+    from runner.progress import reporter_for
 
-    out = _run(lambda: run_measure(_options(params)))
+    reporter = reporter_for(sys.stderr)
+    out = _run(lambda: run_measure(_options(params), progress=reporter), reporter)
     click.echo(str(out))
 
 
@@ -138,6 +151,7 @@ def measure(**params: Any) -> None:
               help=f"Simulator port (default: {_SERVE_PORT} with --serve-only, else any free port).")
 def simulate(sim_config: Path | None, serve_only: bool, port: int | None, **params: Any) -> None:
     """Measure the built-in simulated server (a demo that needs no GPU)."""
+    from runner.progress import reporter_for
     from runner.simulate import load_sim_config, simulate_run
     from runner.simulator import PortUnavailable, serve
 
@@ -146,7 +160,8 @@ def simulate(sim_config: Path | None, serve_only: bool, port: int | None, **para
         if serve_only:
             serve(config, "127.0.0.1", _SERVE_PORT if port is None else port)
             return
-        out = _run(lambda: simulate_run(_options(params), config, port or 0, sim_config))
+        reporter = reporter_for(sys.stderr)
+        out = _run(lambda: simulate_run(_options(params), config, port or 0, sim_config, reporter), reporter)
     except OptionError as exc:
         _fail(str(exc))
     except PortUnavailable as exc:

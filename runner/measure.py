@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import os
 import secrets
+import sys
 import time
 from pathlib import Path
 
@@ -17,10 +18,10 @@ from runner.metadata import CHUNK_COUNTING_NOTE, build_header, is_local
 from runner.options import Options, OptionError
 from runner.plan import Item, PlanSpec, default_contexts, default_prefill_contexts, measuring_order, over_capacity
 from runner.probe import ServerError, ServerFacts, busy_requests, probe_server, queue_length, wait_ready
-from runner.progress import Progress
+from runner.progress import RunEvents, item_label, reporter_for, reporting
 from runner.prompts import PromptMaker, request_body
 from runner.redact import redact
-from runner.schema import Bundle, DecodeCell, PrefillPoint, context_label
+from runner.schema import Bundle, DecodeCell, PrefillPoint
 
 DEFAULT_RUNS_DIR = Path("content/runs")
 # Before a cold prefill, wait up to SETTLE_S for streams the last cell cut off to drain from the
@@ -62,17 +63,6 @@ def plan_for(options: Options, facts: ServerFacts) -> PlanSpec:
                     kv_capacity=facts.kv_capacity, max_model_len=max_len, repeats=options.repeats)
 
 
-def _summary(item: PrefillPoint | DecodeCell) -> str:
-    """One line for the log about a finished item."""
-    if item.status == "Failed":
-        return f"Failed: {item.error}"
-    if isinstance(item, PrefillPoint):
-        return f"{item.prompt_tok_s:,.1f} prompt tok/s, {item.ttft_ms:,.0f} ms TTFT"
-    if item.total_tok_s is None:
-        return item.status
-    return f"{item.status}: {item.total_tok_s:,.1f} tok/s, {item.ttft_ms or 0:,.0f} ms TTFT"
-
-
 def _find_journal(options: Options) -> Path:
     """The journal --resume continues: beside --out, else the newest under content/runs."""
     if options.out:
@@ -99,7 +89,7 @@ class Measurement:
     """One run of the matrix against one server, journaled as it goes."""
 
     def __init__(self, options: Options, client: Client, facts: ServerFacts, journal: Journal,
-                 out: Path, progress: Progress, api_key: str | None) -> None:
+                 out: Path, progress: RunEvents, api_key: str | None) -> None:
         """Measure the journal's plan on the server behind `client`, writing the bundle to `out`."""
         self.options = options
         self.client = client
@@ -112,6 +102,7 @@ class Measurement:
         self.maker = PromptMaker(client, facts.model, facts.engine, secrets.token_hex(4))
         self.cells = CellRunner(client, self.maker, facts.model, self.plan.max_output, facts.ignore_eos,
                                 (lambda: queue_length(client)) if facts.queue_gauge else None)
+        self.cells.on_phase = progress.phase
         self.window_overhead: list[float] = []
 
     def items(self) -> list[Item]:
@@ -137,14 +128,15 @@ class Measurement:
         if not left_to_measure(self.journal):
             self.progress.note("nothing left to measure: every item of this run is finished")
         items = self.items()
+        self.progress.run_started(self.plan, self.journal.bundle(), self.out,
+                                  len(items) - left_to_measure(self.journal), len(items))
         for index, (context, concurrency, repeat) in enumerate(items):
             if self.journal.finished(journaled(self.journal, context, concurrency, repeat)):
                 continue
-            name = f"prefill {context_label(context)}" if concurrency is None else f"decode {context_label(context)} × {concurrency}"
             if self.plan.repeats > 1 and concurrency is not None:
-                name += f", repeat {repeat + 1} of {self.plan.repeats}"
+                self.progress.note(f"{item_label(context, concurrency)}: repeat {repeat + 1} of {self.plan.repeats}")
             done = len(items) - left_to_measure(self.journal)
-            self.progress.start(name, done, self._eta(items[index:]))
+            self.progress.cell_started(context, concurrency, done, self._eta(items[index:]))
             try:
                 item = await self._measure(context, concurrency)
             except RequestFailed as exc:  # building the prompts failed
@@ -154,7 +146,10 @@ class Measurement:
                 item.error = redact(item.error, self.secrets)
             self.journal.record(item, repeat)
             write_bundle(self.out, self.journal.bundle())
-            self.progress.finish(_summary(item))
+            if isinstance(item, PrefillPoint):
+                self.progress.prefill_done(item)
+            else:
+                self.progress.cell_finished(item)
             if item.status == "Failed":
                 await self._check_alive(item.error)
         return self.journal.bundle()
@@ -165,11 +160,15 @@ class Measurement:
             if plan.kv_capacity is not None and context > plan.kv_capacity:
                 return PrefillPoint(context_tokens=context, status="Over capacity")
             length = min(context, plan.max_model_len - 1) if plan.max_model_len else context
+            self.progress.phase("building the prompt")
             prompt = await self.maker.make(length, 0)
+            self.progress.phase("settling")
             await self._settle()
+            self.progress.phase("prefilling")
             return await self.cells.prefill(context, prompt)
         if over_capacity(context, concurrency, plan.max_output, plan.kv_capacity):
             return DecodeCell(context_tokens=context, concurrency=concurrency, status="Over capacity")
+        self.progress.phase("building prompts")
         prompts = [await self.maker.make(context, slot) for slot in range(concurrency)]
         began = time.monotonic()
         ticker = asyncio.create_task(self._tick())
@@ -196,7 +195,7 @@ class Measurement:
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(0.5)
-            self.progress.live(self.cells.live_tokens)
+            self.progress.live_tokens(self.cells.live_tokens)
 
     async def _check_alive(self, reason: str | None) -> None:
         """After a failed item, stop cleanly if the server no longer answers at all."""
@@ -217,7 +216,7 @@ def _refuse_finished_run(out: Path) -> None:
                            "choose another --out or --id, or move the old run away")
 
 
-async def measure(options: Options, simulated: bool = False, progress: Progress | None = None) -> Path:
+async def measure(options: Options, simulated: bool = False, progress: RunEvents | None = None) -> Path:
     """Run `runner measure`: returns the path of the finished bundle."""
     api_key = os.environ.get(options.api_key_env) or None
     client = Client(options.base_url, api_key, options.stall_timeout)
@@ -240,9 +239,9 @@ async def measure(options: Options, simulated: bool = False, progress: Progress 
             out = options.out or DEFAULT_RUNS_DIR / f"{header.id}.json"
             _refuse_finished_run(out)
             journal = Journal.create(journal_path(out), Header(bundle=header, plan=plan))
-        items = Measurement(options, client, facts, journal, out, progress or Progress(0), api_key)
-        items.progress.total = len(items.items())
-        await items.run()
+        progress = progress or reporter_for(sys.stderr)
+        with reporting(progress):
+            await Measurement(options, client, facts, journal, out, progress, api_key).run()
         return out
     except (ServerError, JournalError, OptionError, MeasureError) as exc:
         # Every message that leaves the runner passes here, so none can carry the key.

@@ -1,10 +1,59 @@
-"""Progress on stderr: one rewritten line on a terminal, plain lines otherwise."""
+"""What the runner tells the user while it measures: one event interface, and its plain-lines reporter.
+
+The driver (runner.measure) emits RunEvents and never knows what is on screen: `Progress`
+writes the plain lines logs and CI see, runner.live_view draws the matrix on a terminal, and
+`reporter_for` picks one for a stream.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import shlex
 import sys
-import time
-from typing import TextIO
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Protocol, TextIO
+
+from runner.plan import PlanSpec
+from runner.redact import redact
+from runner.schema import Bundle, DecodeCell, PrefillPoint, context_label
+from sitegen import formats
+
+
+class RunEvents(Protocol):
+    """Everything the driver says about a run, in the order it happens."""
+
+    out: Path | None  # the bundle being written, once run_started has said it (for the resume hint)
+
+    def note(self, message: str) -> None:
+        """A plain message: how tokens are counted, where files go, a skipped cell."""
+
+    def run_started(self, plan: PlanSpec, bundle: Bundle, out: Path, done: int, total: int) -> None:
+        """Measuring begins: the plan, what is journaled already (after --resume), the bundle path, and how
+        many of the `total` items are finished."""
+
+    def cell_started(self, context: int, concurrency: int | None, done: int, eta_s: float) -> None:
+        """An item begins (concurrency None: the prefill point); `done` items are finished, about `eta_s` s remain."""
+
+    def phase(self, word: str) -> None:
+        """What the running item does now, in a free word: "warming", "measuring", "settling", "retrying"…
+
+        A decode window begins with "measuring"; live_tokens counts from there.
+        """
+
+    def live_tokens(self, tokens: int) -> None:
+        """Output tokens the running decode window has received so far."""
+
+    def cell_finished(self, cell: DecodeCell) -> None:
+        """A decode cell is journaled."""
+
+    def prefill_done(self, point: PrefillPoint) -> None:
+        """A prefill point is journaled."""
+
+    def run_ended(self, interrupted: bool) -> None:
+        """The run is over: finished, stopped by an error, or (`interrupted`) by Ctrl-C."""
 
 
 def duration_text(seconds: float) -> str:
@@ -17,54 +66,99 @@ def duration_text(seconds: float) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
+def item_label(context: int, concurrency: int | None) -> str:
+    """An item as the runner names it: "prefill 8K", "decode 8K × 4"."""
+    if concurrency is None:
+        return f"prefill {context_label(context)}"
+    return f"decode {context_label(context)} × {concurrency}"
+
+
+def summary_line(item: PrefillPoint | DecodeCell) -> str:
+    """One line about a finished item, in the pages' number formats."""
+    if item.status == "Failed":
+        return f"Failed: {item.error}"
+    if isinstance(item, PrefillPoint):
+        if item.prompt_tok_s is None:
+            return item.status
+        return f"{formats.prefill_tok_s(item.prompt_tok_s)} prompt tok/s, {formats.ms_whole(item.ttft_ms)} TTFT"
+    if item.total_tok_s is None:
+        return item.status
+    return f"{item.status}: {formats.tok_s(item.total_tok_s)} tok/s, {formats.ms_whole(item.ttft_ms or 0)} TTFT"
+
+
 class Progress:
-    """Reports the current cell, live tok/s, cells done and the ETA."""
+    """Plain lines: one when an item starts (with the ETA), one when it ends; for logs and CI."""
 
-    def __init__(self, total: int, stream: TextIO | None = None) -> None:
-        """Track `total` matrix items (prefill points and decode cells)."""
+    def __init__(self, total: int = 0, stream: TextIO | None = None) -> None:
+        """Write to `stream` (default stderr); `total` items, until run_started says otherwise."""
         self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
         self.total = total
-        self.done = 0
         self.label = ""
-        self.eta: float | None = None
-        self._cell_started = time.monotonic()
-
-    def start(self, label: str, done: int, eta_s: float | None) -> None:
-        """A new item begins; `done` items are finished and about `eta_s` seconds remain."""
-        self.label, self.done, self.eta = label, done, eta_s
-        self._cell_started = time.monotonic()
-        if self.tty:
-            self._line(self._status())
-        else:
-            self._print(self._status())
-
-    def live(self, tokens: int) -> None:
-        """Update the live token rate of the running window (terminal only)."""
-        if self.tty:
-            rate = tokens / max(1e-6, time.monotonic() - self._cell_started)
-            self._line(f"{self._status()} · {rate:,.1f} tok/s")
-
-    def finish(self, summary: str) -> None:
-        """An item ended; keep its one-line summary."""
-        if self.tty:
-            self._line("")
-        self._print(f"  {self.label}: {summary}")
+        self.out: Path | None = None
 
     def note(self, message: str) -> None:
-        """A plain message (skipped cells, resume, where files go)."""
-        if self.tty:
-            self._line("")
+        """Print the message as it is."""
         self._print(message)
 
-    def _status(self) -> str:
-        eta = f" · ETA {duration_text(self.eta)}" if self.eta is not None else ""
-        return f"[{self.done}/{self.total}] {self.label}{eta}"
+    def run_started(self, plan: PlanSpec, bundle: Bundle, out: Path, done: int, total: int) -> None:
+        """Remember how many items the run has."""
+        self.out, self.total = out, total
 
-    def _line(self, text: str) -> None:
-        self.stream.write("\r\x1b[K" + text)
-        self.stream.flush()
+    def cell_started(self, context: int, concurrency: int | None, done: int, eta_s: float) -> None:
+        """`[done/total] decode 8K × 4 · ETA 12 min`."""
+        self.label = item_label(context, concurrency)
+        self._print(f"[{done}/{self.total}] {self.label} · ETA {duration_text(eta_s)}")
+
+    def phase(self, word: str) -> None:
+        """Phases are not logged: a log keeps one line per start and per result."""
+
+    def live_tokens(self, tokens: int) -> None:
+        """Live counts are not logged."""
+
+    def cell_finished(self, cell: DecodeCell) -> None:
+        """`  decode 8K × 4: Valid: 1,234.5 tok/s, 56 ms TTFT`."""
+        self._print(f"  {self.label}: {summary_line(cell)}")
+
+    def prefill_done(self, point: PrefillPoint) -> None:
+        """`  prefill 8K: 9,107 prompt tok/s, 900 ms TTFT`."""
+        self._print(f"  {self.label}: {summary_line(point)}")
+
+    def run_ended(self, interrupted: bool) -> None:
+        """Nothing more to say; the command line prints the outcome."""
 
     def _print(self, text: str) -> None:
         self.stream.write(text + "\n")
         self.stream.flush()
+
+
+def reporter_for(stream: TextIO) -> RunEvents:
+    """The live matrix view on a terminal that can redraw, plain lines anywhere else."""
+    if stream.isatty() and os.environ.get("TERM") != "dumb":
+        from runner.live_view import LiveView
+
+        return LiveView(stream)
+    return Progress(0, stream)
+
+
+@contextmanager
+def reporting(events: RunEvents) -> Iterator[RunEvents]:
+    """Tell `events` the run ended, however it ends; Ctrl-C reaches a coroutine as cancellation."""
+    interrupted = False
+    try:
+        yield events
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        interrupted = True
+        raise
+    finally:
+        events.run_ended(interrupted)
+
+
+def resume_command(argv: Sequence[str], out: Path) -> str:
+    """The command that continues a run: the one typed, with --resume and the run's --out, secrets redacted."""
+    program = "python3 -m runner" if argv[0].endswith("__main__.py") else "runner"
+    args = [redact(arg) for arg in argv[1:]]
+    if "--resume" not in args:
+        args.append("--resume")
+    if not any(arg == "--out" or arg.startswith("--out=") for arg in args):
+        args += ["--out", str(out)]
+    return f"{program} {shlex.join(args)}"

@@ -10,6 +10,7 @@ import msgspec
 
 from runner.measure import measure
 from runner.options import OptionError, Options
+from runner.progress import RunEvents
 from runner.simulator import SimConfig, running_simulator
 from runner.simulator.config import decode_config
 
@@ -53,12 +54,13 @@ def serve_command(sim_config: Path | None) -> str:
     return "runner simulate --serve-only" + (f" --sim-config {shlex.quote(str(sim_config))}" if sim_config else "")
 
 
-async def simulate_run(options: Options, config: SimConfig, port: int = 0, sim_config: Path | None = None) -> Path:
-    """Start the simulator on `port` (0 = a free one), measure it, stop it; the bundle path.
+async def simulate_run(options: Options, config: SimConfig, port: int = 0, sim_config: Path | None = None,
+                       progress: RunEvents | None = None) -> Path:
+    """Start the simulator on `port` (0 = a free one), measure it with `progress` showing, stop it; the bundle path.
 
     Unless told otherwise, the bundle's launch command is the one that serves the same simulator.
     """
     with running_simulator(config, port=port) as server:
         options = msgspec.structs.replace(options, base_url=server.base_url,
                                           launch_command=options.launch_command or serve_command(sim_config))
-        return await measure(options, simulated=True)
+        return await measure(options, simulated=True, progress=progress)
