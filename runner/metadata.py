@@ -15,7 +15,7 @@ from runner.hardware import GpuInfo, local_os
 from runner.launch import parse_launch
 from runner.options import METADATA_FLAGS, Metadata, MetadataFlag, OptionError, Options
 from runner.probe import ServerFacts
-from runner.redact import redact
+from runner.redact import redact_fields
 from runner.schema import Bundle, Engine, Hardware, RunInfo, decode_bundle, encode_bundle
 
 SIMULATOR_ENGINE = "speed-matrix simulator"
@@ -135,7 +135,7 @@ def build_header(options: Options, facts: ServerFacts, gpus: GpuInfo | None, api
         max_output_tokens=options.max_output,
     )
     model = meta.model or display_name(facts.model)
-    return Bundle(
+    return redact_fields(Bundle(
         id=meta.id or slug(model, hardware.gpu, engine_name, started.strftime("%Y-%m-%d-%H%M")),
         model=model,
         measured_at=started,
@@ -144,9 +144,9 @@ def build_header(options: Options, facts: ServerFacts, gpus: GpuInfo | None, api
         hardware=hardware,
         engine=engine,
         run=run,
-        launch_command=redact(options.launch_command, [api_key] if api_key else []) if options.launch_command else None,
+        launch_command=options.launch_command,
         notes=f"Token counts: {CHUNK_COUNTING_NOTE}." if facts.token_counts == "chunks" else None,
-    )
+    ), [api_key] if api_key else [])
 
 
 def display_name(served_model: str) -> str:

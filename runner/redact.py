@@ -12,6 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TypeVar
+
+import msgspec
+
+T = TypeVar("T")
 
 REDACTED = "<redacted>"
 
@@ -61,6 +66,29 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)
     return text
+
+
+def redact_fields(value: T, secrets: Iterable[str] = ()) -> T:
+    """`value` with every string in it redacted: the fields of a msgspec Struct, at any depth, and lists of them.
+
+    Every free-text field is covered (launch command, notes, errors, but also an engine version
+    or a GPU name a user typed), so no field added later can carry a secret past this.
+    """
+    secrets = list(secrets)
+    if isinstance(value, str):
+        return redact(value, secrets)  # type: ignore[return-value]
+    if isinstance(value, list):
+        return [redact_fields(item, secrets) for item in value]  # type: ignore[return-value]
+    if isinstance(value, msgspec.Struct):
+        changes = {}
+        for field in msgspec.structs.fields(value):
+            current = getattr(value, field.name)
+            if isinstance(current, (str, list, msgspec.Struct)):
+                cleaned = redact_fields(current, secrets)
+                if cleaned != current:
+                    changes[field.name] = cleaned
+        return msgspec.structs.replace(value, **changes) if changes else value
+    return value
 
 
 def secret_name(name: str) -> bool:

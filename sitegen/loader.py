@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from runner.redact import redact
+from runner.redact import redact_fields
 from runner.schema import Bundle, decode_bundle
 from sitegen.errors import InputError, InputErrors
 
@@ -62,21 +62,12 @@ def _line_column(data: bytes, offset: int) -> str:
 
 
 def scrub(bundle: Bundle) -> Bundle:
-    """Redact secrets from every free-text field (launch command, notes, error reasons).
+    """Redact secrets from every text field (launch command, notes, error reasons, any other).
 
     Bundles enter sitegen here and through the importers, so no page or download can
     publish a secret, whatever a bundle or an imported file carries.
     """
-    def clean(text: str | None) -> str | None:
-        return redact(text) if text else text
-
-    return msgspec.structs.replace(
-        bundle,
-        launch_command=clean(bundle.launch_command),
-        notes=clean(bundle.notes),
-        prefill=[msgspec.structs.replace(p, error=clean(p.error)) if p.error else p for p in bundle.prefill],
-        decode=[msgspec.structs.replace(c, error=clean(c.error)) if c.error else c for c in bundle.decode],
-    )
+    return redact_fields(bundle)
 
 
 def read_input(path: Path) -> bytes:
