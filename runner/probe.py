@@ -80,12 +80,13 @@ def model_entries(document: Any) -> list[dict]:
 def choose_model(entries: list[dict], wanted: str | None, base_url: str) -> str:
     """The model to measure: `wanted` if the server lists it, else the server's only model."""
     ids = [e["id"] for e in entries]
+    shown = [i if i.isprintable() else repr(i) for i in ids]  # an id cannot break the error line
     if wanted:
         if wanted not in ids:
-            raise ServerError(f"model {wanted!r} is not served at {base_url} (it serves: {', '.join(ids)})")
+            raise ServerError(f"model {wanted!r} is not served at {base_url} (it serves: {', '.join(shown)})")
         return wanted
     if len(ids) != 1:
-        raise ServerError(f"the server at {base_url} serves several models ({', '.join(ids)}); choose one with --model")
+        raise ServerError(f"the server at {base_url} serves several models ({', '.join(shown)}); choose one with --model")
     return ids[0]
 
 
