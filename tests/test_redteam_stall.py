@@ -6,10 +6,13 @@ import asyncio
 import itertools
 import time
 
+from pathlib import Path
+
 import pytest
 
 from runner.client import MAX_LINE_BYTES, Client, RequestFailed, Trace
 from tests.scripted_server import MODELS, JSON, chunk, every, scripted
+from tests.test_runner_faults import FAST, _bundle, _run
 
 STALL_S = 0.5
 STREAMS = {
@@ -61,3 +64,22 @@ def test_a_stream_that_finishes_is_not_cut_short() -> None:
     with scripted({"/v1/completions": stream}) as server:
         trace = asyncio.run(request())
     assert trace.finished and trace.tokens == 3
+
+
+def test_keepalives_from_the_first_request_stop_the_run_with_the_reason(tmp_path: Path) -> None:
+    """Through `runner measure`: a server that answers every stream with comments only stops the run in one line."""
+    faults = {"stall_after_tokens": 1, "stall_s": 30.0, "stall_keepalive_s": 0.05}
+    started = time.monotonic()
+    stopped = asyncio.run(_run(FAST, tmp_path / "run.json", faults, after_cells=0, stall_timeout=0.5))
+    assert stopped is not None and "no tokens from the server for 0.5 s, only keepalives" in stopped
+    assert time.monotonic() - started < 30
+
+
+def test_a_decode_cell_whose_streams_send_only_keepalives_fails_with_the_reason(tmp_path: Path) -> None:
+    """Through `runner measure`: mid-window, the simulator stalls but keeps the connections busy with comments."""
+    out = tmp_path / "run.json"
+    faults = {"stall_after_tokens": 5, "stall_s": 4.0, "stall_keepalive_s": 0.05}
+    assert asyncio.run(_run(FAST, out, faults, after_cells=1, stall_timeout=0.5, duration=3.0)) is None
+    failed = [c for c in _bundle(out).decode if c.status == "Failed"]
+    assert failed, "streams of keepalives were measured as if they were making progress"
+    assert all("for 0.5 s" in c.error for c in failed), [c.error for c in failed]
