@@ -69,10 +69,11 @@ PIECES = st.sampled_from([chunk("x"), chunk("", "length"), b"data: [DONE]\n\n", 
                           b'data: {"choices":[{"text":"y"}],"usage":{"completion_tokens":-4}}\n\n', b"\n"])
 
 
-@settings(FUZZ, max_examples=30)
+@settings(FUZZ, max_examples=40)
 @given(models=MODEL_LISTS, version=st.sampled_from([b'{"version": "0.9"}', b"[]", b"junk", b'{"version": 5}']),
-       stream=st.lists(PIECES, max_size=8))
-def test_generated_server_answers_never_trace_back(tmp_path: Path, models: str, version: bytes, stream: list[bytes]) -> None:
+       stream=st.lists(PIECES, max_size=8), command=st.sampled_from(["probe", "measure"]))
+def test_generated_server_answers_never_trace_back(tmp_path: Path, models: str, version: bytes, stream: list[bytes],
+                                                   command: str) -> None:
     def streamed() -> Iterator[bytes]:
         yield from stream
 
@@ -83,8 +84,9 @@ def test_generated_server_answers_never_trace_back(tmp_path: Path, models: str, 
         old.unlink()
     TRIED["server answers"] += 1
     with scripted(answers) as server:
-        result = CliRunner().invoke(main, ["measure", "--base-url", server.base_url, "--ready-timeout", "0.1",
-                                           "--stall-timeout", "0.3", "--out", str(out), "--contexts", "1K",
+        output = ["--out", str(out)] if command == "measure" else []
+        result = CliRunner().invoke(main, [command, "--base-url", server.base_url, "--ready-timeout", "0.1",
+                                           "--stall-timeout", "0.3", *output, "--contexts", "1K",
                                            "--prefill-contexts", "1K", "--concurrency", "1", "--duration", "0.2",
                                            "--max-output", "8"])
     _settled(result)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import random
 import shutil
@@ -185,3 +186,31 @@ def test_a_full_disk_during_a_build_is_one_line_and_keeps_the_old_site(tmp_path:
     finally:
         if disk == "tmpfs":
             subprocess.run(["umount", str(root)], check=True)
+
+
+def _chattr(flag: str, path: Path) -> bool:
+    return subprocess.run(["chattr", flag, str(path)], capture_output=True).returncode == 0 if shutil.which("chattr") else False
+
+
+def test_the_reported_chattr_case_publishes_every_page_and_the_next_build_works(tmp_path: Path) -> None:
+    """The issue's steps, with 40 runs: a run folder made immutable, a content page changed, two builds."""
+    content = _content(tmp_path)
+    source = json.loads((content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    for number in range(40):
+        source["id"] = f"run-{number:04d}"
+        (content / "runs" / f"run-{number:04d}.json").write_text(json.dumps(source))
+    out = tmp_path / "site"
+    build_site(content, out)
+    stuck = out / "runs" / "run-0030"
+    if not _chattr("+i", stuck):
+        pytest.skip("chattr +i is not permitted here")
+    try:
+        _change(content)
+        build_site(content, out)  # the old site cannot be deleted whole; the new one is published all the same
+        pages = list(out.rglob("index.html"))
+        assert len(pages) > 40 and all("Changed " in p.read_text() for p in pages)
+    finally:
+        for path in [stuck, *tmp_path.glob(".site-build-*/runs/run-0030")]:  # the old site, left aside, holds it now
+            _chattr("-i", path)
+    build_site(content, out)  # and the old site left aside goes now
+    assert _leftovers(tmp_path) == []

@@ -185,3 +185,20 @@ def test_a_full_disk_during_a_run_is_one_line_and_leaves_no_temporary_file(tmp_p
     assert_one_error(result, "No space left on device", f"finished cells are kept in {journal_path(out)}", progress=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.journal.jsonl", "run.json"]
     assert [json.loads(line)["kind"] for line in journal_path(out).read_bytes().splitlines()] == ["header", "prefill"]
+
+
+def test_a_real_full_disk_during_a_run_is_one_line_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    """The same on a tmpfs of three pages: the journal outgrows its page while the bundle and its temporary copy take the others."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12k", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("no permission to mount a tmpfs here; the patched case covers it")
+    try:
+        out = disk / "run.json"
+        with running_simulator(SimConfig(max_model_len=4096)) as server:
+            result = invoke("measure", "--base-url", server.base_url, "--out", str(out), "--contexts", "1K,2K",
+                            "--prefill-contexts", "1K,2K", "--concurrency", "1,2,3,4", "--duration", "0.1", "--max-output", "8")
+        assert_one_error(result, "No space left on device", progress=True)
+        assert sorted(p.name for p in disk.iterdir()) == ["run.journal.jsonl", "run.json"]
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
