@@ -202,3 +202,17 @@ def test_a_real_full_disk_during_a_run_is_one_line_and_leaves_no_temporary_file(
         assert sorted(p.name for p in disk.iterdir()) == ["run.journal.jsonl", "run.json"]
     finally:
         subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_fifo_given_as_sim_config_is_refused_without_reading_it(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "sim.json")
+    done = subprocess.run([sys.executable, "-m", "runner", "simulate", "--sim-config", str(tmp_path / "sim.json"), *QUICK,
+                           "--out", str(tmp_path / "run.json")], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stderr) == (1, f"error: {tmp_path / 'sim.json'}: cannot read: not a regular file\n")
+
+
+def test_a_fifo_at_out_is_refused_without_reading_it(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "run.json")
+    with running_simulator(SimConfig(max_model_len=4096)) as server:
+        result = invoke("measure", "--base-url", server.base_url, "--out", str(tmp_path / "run.json"), "--replace", *QUICK)
+    assert_one_error(result, "is not a regular file")
