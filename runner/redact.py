@@ -43,7 +43,7 @@ _BARE_VALUE = re.compile(r"""[^\s,;&|}\]"'<>)]+""")
 
 # (pattern, replacement) for secrets recognised by their form; group 1 is the part kept.
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    # A bearer token anywhere else: --header "Bearer X".
+    # A bearer token anywhere: --header "Bearer X" (a header named Authorization is caught as a pair).
     (re.compile(r"(\bBearer\s+)(?!<redacted>)[^\s\"']+", re.I), rf"\1{REDACTED}"),
     # URL user-info, up to the last @ of the authority (a password may hold an @).
     (re.compile(r"(\b[a-z][a-z0-9+.-]*://)(?!<redacted>@)[^\s/?#\"'<>]*@", re.I), rf"\1{REDACTED}@"),
