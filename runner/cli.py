@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from runner.options import DEFAULT_BASE_URL, METADATA_FLAGS, Metadata, MetadataFlag, OptionError, Options, parse_count, parse_list
+from runner.options import (DEFAULT_BASE_URL, METADATA_FLAGS, Metadata, MetadataFlag, OptionError, Options, parse_base_url,
+                            parse_count, parse_list)
 from runner.plan import DEFAULT_CONTEXTS_TEXT, DEFAULT_PREFILL_TEXT
 
 if TYPE_CHECKING:
@@ -22,8 +23,8 @@ _METADATA_FLAGS = (
 )
 
 
-def _list_option(parser: Callable[[str], Any], item: Callable[[str], int] | None = None) -> Callable:
-    """A click callback turning "8K,16K" into a sorted list, with one-line errors."""
+def _parsed_option(parser: Callable[[str], Any], item: Callable[[str], int] | None = None) -> Callable:
+    """A click callback parsing a value ("8K,16K" into a sorted list, a URL checked), with one-line errors."""
     def convert(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
         if value is None:
             return None
@@ -35,14 +36,17 @@ def _list_option(parser: Callable[[str], Any], item: Callable[[str], int] | None
 
 
 _SERVER_OPTIONS: dict[str, Callable[[Callable], Callable]] = {
-    "base_url": click.option("--base-url", default=DEFAULT_BASE_URL, show_default=True, help="OpenAI-compatible base URL."),
-    "model": click.option("--model", default=None, help="Model to measure (default: the server's only model)."),
-    "contexts": click.option("--contexts", callback=_list_option(parse_list),
+    "base_url": click.option("--base-url", default=DEFAULT_BASE_URL, show_default=True, callback=_parsed_option(parse_base_url),
+                             help="OpenAI-compatible base URL."),
+    "model": click.option("--model", default=None,
+                          help="Served model to measure, as /v1/models lists it (default: the server's only model); "
+                               "--model-name sets the name the page shows."),
+    "contexts": click.option("--contexts", callback=_parsed_option(parse_list),
                              help=f"Decode contexts, e.g. 8K,16K or token counts (default: {DEFAULT_CONTEXTS_TEXT})."),
-    "prefill_contexts": click.option("--prefill-contexts", callback=_list_option(parse_list),
+    "prefill_contexts": click.option("--prefill-contexts", callback=_parsed_option(parse_list),
                                      help=f"Prefill contexts (default: {DEFAULT_PREFILL_TEXT})."),
     "concurrency": click.option("--concurrency", default="1,2,4,8,16,32,64,128", show_default=True,
-                                callback=_list_option(parse_list, parse_count), help="Simultaneous requests per column."),
+                                callback=_parsed_option(parse_list, parse_count), help="Simultaneous requests per column."),
     "duration": click.option("--duration", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Seconds per measurement."),
     "repeats": click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
                             help="Measure each decode cell this many times, in passes spread across the run; "
@@ -51,7 +55,7 @@ _SERVER_OPTIONS: dict[str, Callable[[Callable], Callable]] = {
     "kv_capacity": click.option("--kv-capacity", type=click.IntRange(min=1), default=None, help="KV cache size in tokens (default: from the server)."),
     "api_key_env": click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Environment variable holding the API key."),
     "launch_command": click.option("--launch-command", default=None, help="The command that started the server (secrets are redacted)."),
-    "stall_timeout": click.option("--stall-timeout", type=click.FloatRange(min=0.1), default=20.0, show_default=True, help="Seconds without data mid-stream before the cell fails."),
+    "stall_timeout": click.option("--stall-timeout", type=click.FloatRange(min=0.1), default=20.0, show_default=True, help="Seconds without a new token mid-stream (keepalives do not count) before the cell fails."),
     "ready_timeout": click.option("--ready-timeout", type=click.FloatRange(min=0), default=60.0, show_default=True, help="Seconds to wait for the server to become ready."),
 }
 # What `runner simulate` decides itself: the simulator's URL and its one model, it asks for no key,
@@ -70,20 +74,33 @@ def _server_options(leave_out: tuple[str, ...] = ()) -> Callable[[Callable], Cal
     return apply
 
 
+# Metadata flags fill click parameters of their own, so --model-name never lands on --model.
+_META = "meta_"
+
+
 def _output_options(function: Callable) -> Callable:
-    """--out, --resume and the metadata overrides."""
+    """--out, --resume, --replace and the metadata overrides."""
+    function = click.option("--replace", is_flag=True,
+                            help="Overwrite an existing bundle at --out that has no journal beside it.")(function)
     function = click.option("--resume", is_flag=True, help="Continue the run whose journal is beside --out.")(function)
     function = click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
                             help="Bundle path (default: content/runs/<id>.json).")(function)
     for flag, field, kind, text in reversed(_METADATA_FLAGS):
-        function = click.option(flag, field, type=kind, default=None, help=text)(function)
+        function = click.option(flag, _META + field, type=kind, default=None, help=text)(function)
     return function
 
 
 def _options(params: dict[str, Any]) -> Options:
-    """Options from click's parameters."""
-    meta = {field: params.pop(field) for _, field, _, _ in _METADATA_FLAGS if field in params}
-    return Options(**params, metadata=Metadata(**meta))
+    """Options from click's parameters; overrides a bundle could not hold end the program with one line."""
+    from runner.metadata import check_overrides
+
+    meta = {field: params.pop(_META + field) for _, field, _, _ in _METADATA_FLAGS if _META + field in params}
+    metadata = Metadata(**meta)
+    try:
+        check_overrides(metadata)
+    except OptionError as exc:
+        _fail(str(exc), 2)
+    return Options(**params, metadata=metadata)
 
 
 def _fail(message: str, status: int = 1) -> NoReturn:

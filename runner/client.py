@@ -51,6 +51,8 @@ class _Chunk(msgspec.Struct):
 
 _chunk_decoder = msgspec.json.Decoder(_Chunk)
 _encoder = msgspec.json.Encoder()
+# The longest SSE line the client holds while waiting for its newline.
+MAX_LINE_BYTES = 1 << 20
 
 
 class Trace:
@@ -61,6 +63,7 @@ class Trace:
 
     def __init__(self, detect_loops: bool = False) -> None:
         """A request about to be sent; with `detect_loops` its text is checked for loops."""
+        # last_seen: when the stream last made progress (a token), which keepalives do not count as.
         self.start = self.last_seen = time.perf_counter()
         self.times: list[float] = []
         self.counts: list[int] = []
@@ -161,29 +164,34 @@ class Client:
         payload = _encoder.encode(body)
         limit = self.stall_timeout if silence == -1.0 else silence
         timeout = httpx.Timeout(connect=10.0, read=limit, write=60.0, pool=None)
-        trace.start = time.perf_counter()
+        trace.start = trace.last_seen = time.perf_counter()
         try:
             async with self.http.stream("POST", self.base_url + "/completions", content=payload, timeout=timeout,
                                         headers={"Content-Type": "application/json"}) as response:
                 if response.status_code != 200:
                     raise RequestFailed(f"HTTP {response.status_code} from /completions: {_excerpt(await response.aread())}")
-                await self._read_events(response, trace, expect_model)
+                await self._read_events(response, trace, expect_model, limit, body.get("max_tokens"))
         except httpx.HTTPError as exc:
             raise RequestFailed(self._describe(exc, "/completions", limit)) from None
         if not trace.finished:
             raise RequestFailed("the server closed the stream before the request finished")
         return trace
 
-    async def _read_events(self, response: httpx.Response, trace: Trace, expect_model: str | None) -> None:
-        """Parse SSE `data:` lines as they arrive; every chunk of one read shares its arrival time."""
+    async def _read_events(self, response: httpx.Response, trace: Trace, expect_model: str | None,
+                           limit: float | None, max_tokens: int | None) -> None:
+        """Parse SSE `data:` lines as they arrive; every chunk of one read shares its arrival time.
+
+        Bytes that bring no token (keepalive comments, empty chunks, a line without its newline)
+        do not hold the stall timeout off, and a stream going on far past max_tokens fails.
+        """
         pending = b""
         async for data in response.aiter_bytes():
-            now = trace.last_seen = time.perf_counter()
+            now = time.perf_counter()
             pending += data
-            if b"\n" not in data:
-                continue
-            lines = pending.split(b"\n")
+            lines = pending.split(b"\n") if b"\n" in data else [pending]
             pending = lines.pop()
+            if len(pending) > MAX_LINE_BYTES:
+                raise RequestFailed(f"the server sent a line of more than {MAX_LINE_BYTES:,} bytes without a newline")
             for line in lines:
                 if not line.startswith(b"data:"):
                     continue
@@ -197,6 +205,10 @@ class Client:
                 except msgspec.DecodeError:
                     raise RequestFailed(f"malformed SSE data from the server: {_excerpt(payload, 80)}") from None
                 self._take(chunk, trace, now, expect_model)
+            if max_tokens and trace.tokens > 2 * max_tokens + 16:
+                raise RequestFailed(f"the stream went on past {trace.tokens} tokens without finishing (max_tokens {max_tokens})")
+            if limit is not None and now - trace.last_seen > limit:
+                raise RequestFailed(f"no tokens from the server for {limit:g} s, only keepalives or empty data")
 
     @staticmethod
     def _take(chunk: _Chunk, trace: Trace, now: float, expect_model: str | None) -> None:
@@ -218,6 +230,7 @@ class Client:
         if usage is not None and usage.prompt_tokens is not None:
             trace.prompt_tokens = usage.prompt_tokens
         if new > 0:
+            trace.last_seen = now
             trace.times.append(now)
             trace.counts.append(new)
             trace.tokens += new

@@ -2,13 +2,16 @@
 
 Line one is the header (the bundle's metadata and the planned matrix); every further line
 is one finished prefill point or decode cell. A crash can at worst cut the last line short,
-which `load` ignores.
+which `load` cuts off, so the journal stays whole however often a run is resumed. An open
+journal is locked: a second runner on the same run stops instead of measuring it twice.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 import msgspec
 
@@ -54,50 +57,58 @@ def journal_path(out: Path) -> Path:
 class Journal:
     """Append-only record of one run; `points` and `cells` hold what it has so far."""
 
-    def __init__(self, path: Path, header: Header) -> None:
-        """Use `path` for a run described by `header` (call `create` or `load`)."""
+    def __init__(self, path: Path, header: Header, handle: BinaryIO | None = None) -> None:
+        """Use `path` for a run described by `header` (call `create` or `load`, which open and lock it)."""
         self.path = path
         self.header = header
         self.points: dict[int, PrefillPoint] = {}
         self.cells: dict[tuple[int, int], DecodeCell] = {}
         self.later: dict[tuple[int, int, int], DecodeCell] = {}  # repeats after the first, by (C, N, repeat)
+        self._handle = handle
 
     @classmethod
     def create(cls, path: Path, header: Header) -> Journal:
         """Start a new journal at `path`, refusing to overwrite one."""
-        if path.exists():
-            raise JournalError(f"{path} already exists: add --resume to continue that run, or choose another --out")
         path.parent.mkdir(parents=True, exist_ok=True)
-        journal = cls(path, header)
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            raise JournalError(f"{path} already exists: add --resume to continue that run, or choose another --out") from None
+        journal = cls(path, header, _locked(path, os.fdopen(descriptor, "ab")))
         journal._append(header)
         return journal
 
     @classmethod
-    def load(cls, path: Path) -> Journal:
-        """Read a journal back; a torn final line (crash mid-write) is dropped."""
+    def load(cls, path: Path, lock: bool = True) -> Journal:
+        """Read a journal back (locked for appending unless `lock` is off); a torn final line is cut off."""
+        if path.exists() and not path.is_file():
+            raise JournalError(f"{path} is not a regular file")
         try:
-            lines = path.read_bytes().splitlines()
+            handle = _locked(path, path.open("r+b")) if lock else None
+            data = path.read_bytes()
         except OSError as exc:
             raise JournalError(f"cannot read journal {path}: {exc.strerror}") from None
-        entries = []
-        for number, raw in enumerate(lines, 1):
-            if not raw.strip():
-                continue
-            try:
-                entries.append(_decoder.decode(raw))
-            except msgspec.DecodeError as exc:
-                if number == len(lines):
-                    break
-                raise JournalError(f"{path}, line {number}: {exc}") from None
+        entries, good_end = _entries(path, data)
         if not entries or not isinstance(entries[0], Header):
+            if handle:
+                handle.close()
             raise JournalError(f"{path} does not start with a run header")
-        journal = cls(path, entries[0])
+        journal = cls(path, entries[0], handle)
         for entry in entries[1:]:
             journal._remember(entry)
-        if lines and not path.read_bytes().endswith(b"\n"):
-            with path.open("ab") as handle:
+        if handle:
+            handle.truncate(good_end)  # a torn last line goes, so what is appended next starts a line
+            handle.seek(good_end)
+            if good_end and not data[:good_end].endswith(b"\n"):
                 handle.write(b"\n")
+                handle.flush()
         return journal
+
+    def close(self) -> None:
+        """Release the lock and the file."""
+        if self._handle:
+            self._handle.close()
+            self._handle = None
 
     def record(self, item: PrefillPoint | DecodeCell, repeat: int = 0) -> None:
         """Append a finished point or cell (repeat `repeat` of it) and make it durable before returning."""
@@ -137,21 +148,56 @@ class Journal:
             self.cells[(entry.cell.context_tokens, entry.cell.concurrency)] = entry.cell
 
     def _append(self, entry: Line) -> None:
-        with self.path.open("ab") as handle:
-            handle.write(_encoder.encode(entry) + b"\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        if self._handle is None:
+            raise JournalError(f"{self.path} was opened read-only")
+        self._handle.write(_encoder.encode(entry) + b"\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+
+def _entries(path: Path, data: bytes) -> tuple[list[Line], int]:
+    """The journal's entries and the byte offset where its last whole one ends; only the last line may be torn."""
+    entries: list[Line] = []
+    good_end = offset = 0
+    lines = data.split(b"\n")
+    for number, raw in enumerate(lines, 1):
+        end = offset + len(raw) + (1 if number < len(lines) else 0)
+        if raw.strip():
+            try:
+                entries.append(_decoder.decode(raw))
+            except msgspec.DecodeError as exc:
+                if any(rest.strip() for rest in lines[number:]):
+                    raise JournalError(f"{path}, line {number}: {exc}") from None
+                break
+            good_end = end
+        offset = end
+    return entries, good_end
+
+
+def _locked(path: Path, handle: BinaryIO) -> BinaryIO:
+    """`handle` with an exclusive lock on the journal, or a JournalError when another runner holds it."""
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise JournalError(f"{path} is in use by another runner measuring this run; "
+                           "let it finish (or stop it) before resuming") from None
+    return handle
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that readers see the old or the new file, never half."""
+    """Replace `path` with `data` so that readers see the old or the new file, never half; no temporary file stays."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with temporary.open("wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    try:
+        with temporary.open("wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def write_bundle(path: Path, bundle: Bundle) -> None:

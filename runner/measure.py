@@ -14,7 +14,7 @@ from runner.cell import CellRunner
 from runner.client import Client, RequestFailed, Trace
 from runner.hardware import detect_gpus
 from runner.journal import Header, Journal, JournalError, journal_path, write_bundle
-from runner.metadata import CHUNK_COUNTING_NOTE, build_header, is_local
+from runner.metadata import CHUNK_COUNTING_NOTE, build_header, check_bundle_fields, is_local
 from runner.options import Options, OptionError
 from runner.plan import Item, PlanSpec, default_contexts, default_prefill_contexts, measuring_order, over_capacity
 from runner.probe import ServerError, ServerFacts, busy_requests, probe_server, queue_length, wait_ready
@@ -208,18 +208,24 @@ class Measurement:
                 f"cells are kept in {self.journal.path}; rerun with --resume to finish the matrix") from None
 
 
-def _refuse_finished_run(out: Path) -> None:
-    """Stop before a new run meets the journal of a finished one at the same path, saying so."""
+def _refuse_to_overwrite(out: Path, replace: bool) -> None:
+    """Stop before a new run meets a finished run's journal, or a bundle with none, at the same path."""
     path = journal_path(out)
-    if path.exists() and not left_to_measure(Journal.load(path)):
+    if path.exists() and not left_to_measure(Journal.load(path, lock=False)):
         raise MeasureError(f"{out} is a finished run already (ids are made to the minute): "
                            "choose another --out or --id, or move the old run away")
+    if not path.exists() and (out.exists() or out.is_symlink()) and not replace:
+        raise MeasureError(f"{out} exists already and has no journal beside it; pass --replace to overwrite it, "
+                           "or choose another --out")
+    if out.exists() and not out.is_file():
+        raise MeasureError(f"{out} exists and is not a regular file; choose another --out")
 
 
 async def measure(options: Options, simulated: bool = False, progress: RunEvents | None = None) -> Path:
     """Run `runner measure`: returns the path of the finished bundle."""
     api_key = os.environ.get(options.api_key_env) or None
     client = Client(options.base_url, api_key, options.stall_timeout)
+    journal: Journal | None = None
     try:
         facts = await probe_server(client, options.model, options.ready_timeout, options.kv_capacity,
                                     options.launch_command)
@@ -236,8 +242,9 @@ async def measure(options: Options, simulated: bool = False, progress: RunEvents
             started = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
             gpus = detect_gpus() if is_local(options.base_url) else None
             header = build_header(options, facts, gpus, api_key, started, simulated)
+            check_bundle_fields(header)
             out = options.out or DEFAULT_RUNS_DIR / f"{header.id}.json"
-            _refuse_finished_run(out)
+            _refuse_to_overwrite(out, options.replace)
             journal = Journal.create(journal_path(out), Header(bundle=header, plan=plan))
         progress = progress or reporter_for(sys.stderr)
         with reporting(progress):
@@ -246,5 +253,11 @@ async def measure(options: Options, simulated: bool = False, progress: RunEvents
     except (ServerError, JournalError, OptionError, MeasureError) as exc:
         # Every message that leaves the runner passes here, so none can carry the key.
         raise MeasureError(redact(str(exc), [api_key] if api_key else [])) from None
+    except OSError as exc:  # a full disk, an --out below a file or in /proc
+        kept = f"; finished cells are kept in {journal.path}" if journal else ""
+        raise MeasureError(redact(f"cannot write {exc.filename or 'the run'}: {exc.strerror or exc}{kept}",
+                                  [api_key] if api_key else [])) from None
     finally:
+        if journal:
+            journal.close()
         await client.aclose()

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from importlib import metadata as dist_metadata
 from urllib.parse import urlsplit
 
+import msgspec
+from slugify import slugify
+
 from runner.hardware import GpuInfo, local_os
 from runner.launch import parse_launch
-from runner.options import Options
+from runner.options import METADATA_FLAGS, Metadata, MetadataFlag, OptionError, Options
 from runner.probe import ServerFacts
-from runner.redact import redact
-from runner.schema import Bundle, Engine, Hardware, RunInfo
+from runner.redact import redact_fields
+from runner.schema import Bundle, Engine, Hardware, RunInfo, decode_bundle, encode_bundle
 
 SIMULATOR_ENGINE = "speed-matrix simulator"
 SIMULATED_ORIGIN = "runner (simulated)"
@@ -36,10 +40,54 @@ def runner_version() -> str:
 
 
 def slug(*parts: str | None) -> str:
-    """A run id: the parts joined, lowercase `[a-z0-9-]`, at most 120 characters."""
-    text = "-".join(p for p in parts if p)
-    text = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return text[:120].strip("-") or "run"
+    """A run id: the parts joined and transliterated ("通义千问" -> "tong-yi-qian-wen"), at most 120 characters."""
+    return slugify("-".join(p for p in parts if p), max_length=120, word_boundary=False) or "run"
+
+
+# Where each override lands in the bundle, so a value the bundle cannot hold is named by its flag.
+_SECTIONS = {"hardware_type": ("hardware", "type"), "gpu": ("hardware", "gpu"), "gpu_count": ("hardware", "gpu_count"),
+             "vram_per_gpu_gb": ("hardware", "vram_per_gpu_gb"), "os": ("hardware", "os"),
+             "engine_name": ("engine", "name"), "engine_version": ("engine", "version"),
+             "quantization": ("engine", "quantization"), "backend": ("engine", "backend"),
+             "repository": ("engine", "repository"), "build": ("engine", "build"), "commit": ("engine", "commit"),
+             "served_model": ("run", "served_model"), "revision": ("run", "revision")}
+_FLAG_AT = {"$." + ".".join(_SECTIONS.get(flag.field, (flag.field,))): flag.flag
+            for flag in (*METADATA_FLAGS, MetadataFlag("--id", "id", str, ""))}
+
+
+def check_overrides(meta: Metadata) -> None:
+    """Refuse overrides a bundle could not hold (`--id ../x`, `--gpu-count 0`), before anything is measured."""
+    document: dict = {"id": "run", "model": "model", "engine": {"name": "engine"}, "hardware": {}, "run": {}}
+    for field, value in msgspec.structs.asdict(meta).items():
+        if value is None:
+            continue
+        place = _SECTIONS.get(field, (field,))
+        if isinstance(value, float) and not math.isfinite(value):
+            raise OptionError(f"{_FLAG_AT['$.' + '.'.join(place)]}: not a finite number: {value!r}")
+        (document[place[0]] if len(place) == 2 else document)[place[-1]] = value
+    if meta.vram_per_gpu_gb and meta.gpu_count and not math.isfinite(meta.vram_per_gpu_gb * meta.gpu_count):
+        raise OptionError(f"--vram-per-gpu-gb: {meta.vram_per_gpu_gb:g} GB × {meta.gpu_count} GPUs is too large a total")
+    try:
+        msgspec.convert(document, Bundle)
+    except msgspec.ValidationError as exc:
+        raise _schema_error(exc, document["id"]) from None
+
+
+def check_bundle_fields(bundle: Bundle) -> None:
+    """Refuse a bundle the schema rejects (sitegen would not publish it), naming the flag of the bad field."""
+    try:
+        decode_bundle(encode_bundle(bundle))
+    except msgspec.ValidationError as exc:
+        raise _schema_error(exc, bundle.id) from None
+
+
+def _schema_error(exc: msgspec.ValidationError, run_id: str) -> OptionError:
+    """A schema error as one line naming the flag that set the field."""
+    message, _, where = str(exc).partition(" - at `")
+    where = where.rstrip("`") or "$"
+    if where == "$.id":
+        message = f"{run_id!r} is not a run id: lowercase ASCII letters, digits and inner hyphens, at most 120 characters"
+    return OptionError(f"{_FLAG_AT.get(where, where)}: {message}")
 
 
 CHUNK_COUNTING_NOTE = (
@@ -87,7 +135,7 @@ def build_header(options: Options, facts: ServerFacts, gpus: GpuInfo | None, api
         max_output_tokens=options.max_output,
     )
     model = meta.model or display_name(facts.model)
-    return Bundle(
+    return redact_fields(Bundle(
         id=meta.id or slug(model, hardware.gpu, engine_name, started.strftime("%Y-%m-%d-%H%M")),
         model=model,
         measured_at=started,
@@ -96,9 +144,9 @@ def build_header(options: Options, facts: ServerFacts, gpus: GpuInfo | None, api
         hardware=hardware,
         engine=engine,
         run=run,
-        launch_command=redact(options.launch_command, [api_key] if api_key else []) if options.launch_command else None,
+        launch_command=options.launch_command,
         notes=f"Token counts: {CHUNK_COUNTING_NOTE}." if facts.token_counts == "chunks" else None,
-    )
+    ), [api_key] if api_key else [])
 
 
 def display_name(served_model: str) -> str:

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -89,6 +90,7 @@ class Options(msgspec.Struct, kw_only=True):
     launch_command: str | None = None
     out: Path | None = None
     resume: bool = False
+    replace: bool = False
     stall_timeout: float = 20.0
     ready_timeout: float = 60.0
     metadata: Metadata = msgspec.field(default_factory=Metadata)
@@ -125,3 +127,19 @@ def parse_count(text: str) -> int:
     if value < 1:
         raise OptionError(f"must be at least 1: {text!r}")
     return value
+
+
+def parse_base_url(text: str) -> str:
+    """An http(s) URL with a host and a valid port, such as http://127.0.0.1:8000/v1."""
+    try:
+        parts = urlsplit(text.strip())
+        port = parts.port
+    except ValueError as exc:
+        raise OptionError(f"not a URL: {text!r} ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise OptionError(f"not an http(s) URL with a host: {text!r} (e.g. http://127.0.0.1:8000/v1)")
+    if port == 0:
+        raise OptionError(f"port 0 cannot be connected to: {text!r}")
+    if any(ord(c) < 33 for c in text.strip()):
+        raise OptionError(f"a URL cannot hold spaces or control characters: {text!r}")
+    return text.strip()

@@ -54,28 +54,39 @@ async def wait_ready(client: Client, timeout: float) -> list[dict]:
         try:
             response = await client.get("/models", timeout=5.0)
             if response.status_code == 200:
-                data = response.json().get("data") or []
-                if data:
-                    return data
-                last = "no models listed"
+                entries = model_entries(response.json())
+                if entries:
+                    return entries
+                last = f"no model listed with an id: {response.text[:80]!r}"
             else:
                 last = f"HTTP {response.status_code}"
-        except (RequestFailed, ValueError, AttributeError) as exc:
-            last = str(exc) or type(exc).__name__
+        except ValueError:
+            last = f"/models did not answer JSON: {response.text[:80]!r}"
+        except RequestFailed as exc:
+            last = str(exc)
         if time.monotonic() >= deadline:
             raise ServerError(f"the server at {client.base_url} did not become ready within {timeout:g} s (last: {last})")
         await asyncio.sleep(min(1.0, max(0.05, deadline - time.monotonic())))
 
 
+def model_entries(document: Any) -> list[dict]:
+    """The model cards of a /models answer that carry an id; anything else in it is ignored."""
+    data = document.get("data") if isinstance(document, dict) else None
+    if not isinstance(data, list):
+        return []
+    return [e for e in data if isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"]]
+
+
 def choose_model(entries: list[dict], wanted: str | None, base_url: str) -> str:
-    """The model to measure: `wanted` if served, else the server's only model."""
-    ids = [str(e.get("id")) for e in entries if e.get("id")]
+    """The model to measure: `wanted` if the server lists it, else the server's only model."""
+    ids = [e["id"] for e in entries]
+    shown = [i if i.isprintable() else repr(i) for i in ids]  # an id cannot break the error line
     if wanted:
         if wanted not in ids:
-            raise ServerError(f"model {wanted!r} is not served at {base_url} (it serves: {', '.join(ids)})")
+            raise ServerError(f"model {wanted!r} is not served at {base_url} (it serves: {', '.join(shown)})")
         return wanted
     if len(ids) != 1:
-        raise ServerError(f"the server at {base_url} serves several models ({', '.join(ids)}); choose one with --model")
+        raise ServerError(f"the server at {base_url} serves several models ({', '.join(shown)}); choose one with --model")
     return ids[0]
 
 
@@ -97,7 +108,7 @@ async def probe_server(client: Client, wanted_model: str | None, ready_timeout: 
     entries = await wait_ready(client, ready_timeout)
     model = choose_model(entries, wanted_model, client.base_url)
     entry = next(e for e in entries if e.get("id") == model)
-    facts = ServerFacts(base_url=client.base_url, model=model, models=[str(e.get("id")) for e in entries])
+    facts = ServerFacts(base_url=client.base_url, model=model, models=[e["id"] for e in entries])
     facts.max_model_len = _int(entry.get("max_model_len"))
     owner = str(entry.get("owned_by") or "").lower()
 

@@ -26,6 +26,8 @@ def load_sim_config(path: Path | None) -> SimConfig:
     """Simulator settings from a JSON file, or the defaults; raises OptionError naming file and field."""
     if path is None:
         return SimConfig()
+    if not path.is_file():  # a FIFO would block the read forever
+        raise OptionError(f"{path}: cannot read: not a regular file")
     try:
         return decode_config(path.read_bytes())
     except OSError as exc:

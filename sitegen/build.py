@@ -84,6 +84,8 @@ def build_site(content: Path, out: Path, templates: Path | None = None) -> str:
 
     started = time.perf_counter()
     templates = templates or DEFAULT_TEMPLATES
+    if not (templates / "static").is_dir():
+        raise InputError(templates, None, "not a templates folder (it needs the page templates and static/); check --templates")
     bundles = [bundle for _, bundle in load_bundles(runs_folder(content))]
     site = Site(
         bundles=bundles,

@@ -82,8 +82,12 @@ def baseline_first(a: Bundle, b: Bundle) -> tuple[Bundle, Bundle]:
 
 
 def compare_slug(a: Bundle, b: Bundle) -> str:
-    """The folder name of the comparison page of a (baseline) and b."""
-    return f"{a.id}-vs-{b.id}"
+    """The file name of the comparison page of a (baseline) and b, one per pair.
+
+    "a-vs-b" splits at its first "-vs-", so it is unique while the baseline's id neither holds
+    "-vs-" nor ends in "-vs"; for one that does, "_vs_" (which ids cannot hold) joins them instead.
+    """
+    return f"{a.id}{'_vs_' if '-vs-' in a.id + '-' else '-vs-'}{b.id}"
 
 
 def related_pairs(bundles: Iterable[Bundle], limit: int = PARTNER_LIMIT) -> list[tuple[Bundle, Bundle, str]]:

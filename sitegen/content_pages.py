@@ -76,21 +76,23 @@ def render_page(path: Path, text: str, md: MarkdownIt) -> tuple[str, str]:
 
 def load_page(path: Path, slug: str, md: MarkdownIt) -> ContentPage:
     """Read and render one page file."""
+    from sitegen.loader import read_input
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_input(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise InputError(path, None, f"cannot read as UTF-8 text: {exc}") from None
     title, html = render_page(path, text, md)
     return ContentPage(slug=slug, title=title, html=html, source=path)
 
 
 def load_pages(folder: Path) -> list[ContentPage]:
-    """Every page in folder ('_'-prefixed files skipped), ordered by leading number, then name; all errors at once."""
+    """Every page in folder ('_'-prefixed and hidden files skipped), ordered by leading number, then name; all errors at once."""
     md = markdown()
     errors: list[InputError] = []
     named: list[tuple[int, str, Path]] = []
     for path in folder.glob("*.md"):
-        if path.name.startswith("_"):
+        if path.name.startswith(("_", ".")):
             continue
         try:
             named.append((*order_and_slug(path), path))

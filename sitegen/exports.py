@@ -25,8 +25,9 @@ MEASUREMENT_COLUMNS = (
     "phase", "context_tokens", "concurrency", "status", "total_tok_s", "per_request_tok_s", "ttft_ms",
     "tbt_ms", "avg_active", "completed", "output_tokens", "measured_s", "error",
 )
-# Spreadsheets run a cell starting with these as a formula (OWASP "CSV injection").
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# Spreadsheets run a cell starting with these as a formula (OWASP "CSV injection"); a leading
+# space, line break or NUL is dropped by some of them, so a formula could hide behind it.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", " ", "\x00")
 ATOM_NS = "http://www.w3.org/2005/Atom"
 TAG_PREFIX = "tag:speed-matrix,2026:runs/"
 FEED_TITLE = "Speed test matrices"

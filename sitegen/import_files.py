@@ -33,7 +33,12 @@ def import_files(files: list[Path], out: Path, options: ImportOptions, replace: 
         if target.exists() and not replace:
             errors.append(InputError(path, None, f"{target} exists already; pass --replace to overwrite it, or --id to import under another id"))
             continue
-        out.mkdir(parents=True, exist_ok=True)
-        write_atomic(target, encode_bundle(bundle))
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            write_atomic(target, encode_bundle(bundle))
+        except (OSError, RuntimeError) as exc:  # --out is a file, a symlink loop, read-only, full
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            errors.append(InputError(out, None, f"cannot write {target.name} here: {reason}"))
+            continue
         written.append(target)
     return written, errors

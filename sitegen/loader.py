@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -9,7 +11,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from runner.redact import redact
+from runner.redact import redact_fields
 from runner.schema import Bundle, decode_bundle
 from sitegen.errors import InputError, InputErrors
 
@@ -60,38 +62,39 @@ def _line_column(data: bytes, offset: int) -> str:
 
 
 def scrub(bundle: Bundle) -> Bundle:
-    """Redact secrets from every free-text field (launch command, notes, error reasons).
+    """Redact secrets from every text field (launch command, notes, error reasons, any other).
 
     Bundles enter sitegen here and through the importers, so no page or download can
     publish a secret, whatever a bundle or an imported file carries.
     """
-    def clean(text: str | None) -> str | None:
-        return redact(text) if text else text
+    return redact_fields(bundle)
 
-    return msgspec.structs.replace(
-        bundle,
-        launch_command=clean(bundle.launch_command),
-        notes=clean(bundle.notes),
-        prefill=[msgspec.structs.replace(p, error=clean(p.error)) if p.error else p for p in bundle.prefill],
-        decode=[msgspec.structs.replace(c, error=clean(c.error)) if c.error else c for c in bundle.decode],
-    )
+
+def read_input(path: Path) -> bytes:
+    """The bytes of an input file; a FIFO, device or folder is refused without being opened (it could block forever)."""
+    try:
+        if not path.is_file():
+            kind = "a folder" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
+            raise InputError(path, None, f"cannot read: {kind}")
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror}") from None
 
 
 def load_bundle(path: Path) -> Bundle:
     """Read and validate the bundle at path."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror}") from None
-    return decode_bundle_file(path, data)
+    return decode_bundle_file(path, read_input(path))
 
 
 def load_bundles(folder: Path) -> list[tuple[Path, Bundle]]:
-    """Every `*.json` bundle in folder, sorted by file name; all errors are collected first."""
+    """Every `*.json` bundle in folder, sorted by file name; all errors are collected first.
+
+    Hidden files (editor locks `.#x.json`, macOS `._x.json`) are not bundles and are skipped.
+    """
     errors: list[InputError] = []
     loaded: list[tuple[Path, Bundle]] = []
     seen: dict[str, Path] = {}
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(p for p in folder.glob("*.json") if not p.name.startswith(".")):
         try:
             bundle = load_bundle(path)
         except InputError as exc:
@@ -108,7 +111,15 @@ def load_bundles(folder: Path) -> list[tuple[Path, Bundle]]:
 
 
 def check_bundle(bundle: Bundle, path: Path) -> None:
-    """Checks the types cannot express: unique cells, and values where a status promises them."""
+    """Checks the types cannot express: unique cells, values where a status promises them, printable totals and dates."""
+    if bundle.measured_at is not None:
+        try:
+            bundle.measured_at.astimezone(dt.timezone.utc)
+        except OverflowError:
+            raise InputError(path, "$.measured_at", "the date in UTC falls outside years 1 to 9999") from None
+    vram, gpus = bundle.hardware.vram_per_gpu_gb, bundle.hardware.gpu_count
+    if vram is not None and not math.isfinite(vram * (gpus or 1)):
+        raise InputError(path, "$.hardware.vram_per_gpu_gb", f"{vram:g} GB × {gpus} GPUs is too large a total")
     seen_prefill: set[int] = set()
     for i, point in enumerate(bundle.prefill):
         if point.context_tokens in seen_prefill:

@@ -24,12 +24,16 @@ POLL_SECONDS = 0.5
 Snapshot = dict[str, tuple[int, int]]
 
 
-def snapshot(folders: list[Path]) -> Snapshot:
-    """(mtime, size) of every file under folders; hidden files and editor backups (`~`) are ignored."""
+def snapshot(folders: list[Path], skip: Path | None = None) -> Snapshot:
+    """(mtime, size) of every file under folders; hidden files, editor backups (`~`) and `skip` are ignored.
+
+    `skip` is the output folder: one inside a watched folder must not make each build start the next.
+    """
     state: Snapshot = {}
+    skipped = os.path.abspath(skip) if skip else None
     for folder in folders:
         for root, dirs, files in os.walk(folder):
-            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            dirs[:] = [d for d in dirs if not d.startswith(".") and os.path.abspath(os.path.join(root, d)) != skipped]
             for name in files:
                 if name.startswith(".") or name.endswith("~"):
                     continue
@@ -52,6 +56,14 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
 
+    def send_head(self) -> object:
+        """The file's headers; a path no file can have (a NUL byte in it) is a 400, not a dropped connection."""
+        try:
+            return super().send_head()
+        except ValueError:
+            self.send_error(400, "Bad request path")
+            return None
+
 
 class Server:
     """A built site served on host:port, rebuilt on change until stop()."""
@@ -70,7 +82,7 @@ class Server:
             return _Handler(*args, directory=directory)
 
         self.httpd = _listen(host, port, handler)
-        self._seen = snapshot(self.watched)
+        self._seen = snapshot(self.watched, out)
         self.build()
 
     @property
@@ -99,7 +111,7 @@ class Server:
     def _watch(self) -> None:
         """Poll the watched folders and rebuild when any file appears, disappears or changes."""
         while not self._stopping.wait(POLL_SECONDS):
-            current = snapshot(self.watched)
+            current = snapshot(self.watched, self.out)
             if current != self._seen:
                 self._seen = current
                 self.build()

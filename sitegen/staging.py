@@ -1,16 +1,20 @@
-"""Atomic builds: render into a fresh folder beside the site, publish only when all of it succeeded.
+"""Atomic builds: render into a fresh folder beside the site, then swap the two folders in one step.
 
-A build that fails leaves the previous site exactly as it was. A first build
-(or one after the site lost its manifest) swaps the whole folder in with one
-rename. A later build stages only the outputs whose inputs changed, then
-moves each of them into place with a rename and removes outputs that are gone.
+A build that fails, or is stopped at any point (an error, Ctrl-C, SIGKILL), leaves the
+previous site exactly as it was; the next build works and removes what a killed one left.
+Outputs whose inputs did not change are not rendered again: their files are linked (or
+copied) from the previous site into the new folder, so every published site is whole.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import fcntl
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +23,7 @@ from pathlib import Path
 from sitegen.errors import InputError
 
 MANIFEST = ".build-manifest.json"
+_MANIFEST_VERSION = 2
 
 
 class Stage:
@@ -47,29 +52,35 @@ class Stage:
         shutil.copyfile(source, target)
         self.written.append(relative)
 
+    def reuse(self, relative: str, published: Path) -> None:
+        """A file of the previous site, unchanged: hard-linked (files are never rewritten in place), else copied."""
+        target = self.path(relative)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(published, target, follow_symlinks=False)
+        except OSError:
+            shutil.copyfile(published, target)
+        self.written.append(relative)
+
 
 class Publication:
     """What the previous build published, and what this build keeps, renders and drops.
 
     An output is a folder (a name ending in "/") or a file. A keyed output is
-    rendered only when its key differs from the previous build's.
+    rendered only when its key differs from the previous build's, or a file of it is missing.
     """
 
     def __init__(self, out: Path) -> None:
         self.out = out
-        self.old: dict[str, str] = _read_manifest(out)
+        self.old, self.old_files = _read_manifest(out)
         self.keys: dict[str, str] = {}
         self.rendered: set[str] = set()
 
-    @property
-    def incremental(self) -> bool:
-        """Whether the previous site can be updated in place: it has a manifest of its outputs."""
-        return bool(self.old)
-
     def unchanged(self, output: str, key: str) -> bool:
-        """Record an output's key; True when the published one is current and need not be rendered."""
+        """Record an output's key; True when the published one is current and whole, so it need not be rendered."""
         self.keys[output] = key
-        if self.incremental and self.old.get(output) == key and (self.out / output).exists():
+        files = self.old_files.get(output)
+        if self.old.get(output) == key and files and all(_regular_file(self.out / f) for f in files):
             return True
         self.rendered.add(output)
         return False
@@ -78,11 +89,17 @@ class Publication:
     def reused(self) -> int:
         return len(self.keys) - len(self.rendered & set(self.keys))
 
-    def outputs(self, stage: Stage) -> dict[str, str]:
-        """Every output of this build: keyed ones, and each other file written (with an empty key)."""
+    def finish(self, stage: Stage) -> None:
+        """Bring the reused outputs' files into the stage and write the manifest of the whole new site."""
+        for output in self.keys:
+            if output not in self.rendered:
+                for relative in self.old_files[output]:
+                    stage.reuse(relative, self.out / relative)
+        outputs = {**{path: "" for path in stage.written}, **self.keys}
         folders = tuple(k for k in self.keys if k.endswith("/"))
-        loose = {path: "" for path in stage.written if path not in self.keys and not path.startswith(folders)}
-        return {**self.keys, **loose}
+        outputs = {k: v for k, v in outputs.items() if k in self.keys or not k.startswith(folders)}
+        manifest = {"version": _MANIFEST_VERSION, "outputs": outputs, "files": sorted(set(stage.written))}
+        stage.root.joinpath(MANIFEST).write_text(json.dumps(manifest, sort_keys=True, indent=0))
 
 
 def check_output(out: Path, sources: list[Path]) -> None:
@@ -103,93 +120,157 @@ def check_output(out: Path, sources: list[Path]) -> None:
 
 @contextmanager
 def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]]:
-    """Yield a stage and the publication plan; publish on success, discard on any error."""
-    out = out.resolve()
-    check_output(out, sources)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
-    publication = Publication(out)
+    """Yield a stage and the publication plan; publish on success, discard on any error.
+
+    A file system error (a full disk, an unwritable folder) is one InputError line, and the
+    previous site stays.
+    """
     try:
+        out = out.resolve()
+    except (OSError, RuntimeError) as exc:
+        raise InputError(out, None, f"cannot use this output folder: {exc}") from None
+    check_output(out, sources)
+    stage_lock = tmp = None
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with _locked_folder(out.parent):  # no other build cleans up this stage before it is locked
+            _clean_up(out)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
+            stage_lock = _lock(tmp)
+        publication = Publication(out)
         stage = Stage(tmp)
         yield stage, publication
-        outputs = publication.outputs(stage)
-        if publication.incremental:
-            _apply(stage, publication, outputs)
-        else:
-            _swap(stage, out, outputs)
+        publication.finish(stage)
+        os.chmod(stage.root, 0o755)
+        _swap(stage.root, out)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise InputError(out, None, f"cannot write the site: {exc.strerror or exc}{where}; the previous site is kept") from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if stage_lock is not None:
+            os.close(stage_lock)
 
 
-def _swap(stage: Stage, out: Path, outputs: dict[str, str]) -> None:
-    """Replace the whole output folder with the stage in one rename."""
-    stage.root.joinpath(MANIFEST).write_text(json.dumps(outputs, sort_keys=True, indent=0))
-    os.chmod(stage.root, 0o755)
-    old = out.parent / f".{out.name}-old-{os.getpid()}"
-    if out.exists():
-        os.replace(out, old)
-    os.replace(stage.root, out)
-    shutil.rmtree(old, ignore_errors=True)
+def _swap(stage: Path, out: Path) -> None:
+    """Put the stage in the site's place in one step: the two folders trade names (the old site ends up in the stage).
 
-
-def _apply(stage: Stage, publication: Publication, outputs: dict[str, str]) -> None:
-    """Move each rendered output into the site and delete outputs this build no longer has.
-
-    The manifest is removed first and written last, so an interrupted apply
-    makes the next build a full one.
+    Where the file system cannot exchange names, two renames do it, and a build killed between
+    them leaves the old site aside, which the next build puts back (`_clean_up`).
     """
-    out = publication.out
-    (out / MANIFEST).unlink(missing_ok=True)
-    for output in sorted(outputs):
-        if output in publication.keys and output not in publication.rendered:
+    if not out.exists():
+        os.replace(stage, out)
+        return
+    if _exchange(stage, out):
+        return
+    aside = out.parent / f".{out.name}-old-{os.getpid()}"
+    os.replace(out, aside)
+    os.replace(stage, out)
+    os.replace(aside, stage)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths (Linux renameat2 RENAME_EXCHANGE); False where that is not available."""
+    renameat2 = getattr(_LIBC, "renameat2", None)
+    if renameat2 is None:
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+def _clean_up(out: Path) -> None:
+    """Remove the folders builds that were killed left beside the site; put back an old site left aside."""
+    for leftover in sorted(out.parent.glob(f".{out.name}-old-*")):
+        if not out.exists():
+            os.replace(leftover, out)
+        else:
+            shutil.rmtree(leftover, ignore_errors=True)
+    for leftover in out.parent.glob(f".{out.name}-build-*"):
+        try:
+            descriptor = _lock(leftover)
+        except OSError:  # a build running now holds it (or it is gone)
             continue
-        _replace(stage.root / output, out / output)
-    for gone in sorted(set(publication.old) - set(outputs)):
-        _remove(out, gone)
-    (out / MANIFEST).write_text(json.dumps(outputs, sort_keys=True, indent=0))
+        try:
+            shutil.rmtree(leftover, ignore_errors=True)
+        finally:
+            os.close(descriptor)
 
 
-def _replace(source: Path, target: Path) -> None:
-    """Put a staged file or folder in place of the published one with renames."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if source.is_dir() and target.exists():
-        aside = target.with_name(f".{target.name}-old-{os.getpid()}")
-        os.replace(target, aside)
-        os.replace(source, target)
-        shutil.rmtree(aside, ignore_errors=True)
-    else:
-        os.replace(source, target)
+def _lock(folder: Path) -> int:
+    """An exclusive lock on a folder, held as long as the returned descriptor is open; OSError if taken."""
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        raise
+    return descriptor
 
 
-def _remove(out: Path, output: str) -> None:
-    """Delete an output the site no longer has, and the folders it leaves empty (never `out`)."""
-    path = out / output
-    if path.is_dir():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
-    parent = path.parent
-    while parent != out and out in parent.parents and parent.is_dir() and not any(parent.iterdir()):
-        parent.rmdir()
-        parent = parent.parent
+@contextmanager
+def _locked_folder(folder: Path) -> Iterator[None]:
+    """Hold a (blocking) exclusive lock on a folder for the block."""
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
 
 
-def _read_manifest(out: Path) -> dict[str, str]:
-    """The previous build's outputs; entries that would leave the output folder are dropped."""
+def _read_manifest(out: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The previous build's outputs and the files of each; entries that would leave the output folder are dropped."""
     try:
         found = json.loads((out / MANIFEST).read_text())
     except (OSError, ValueError):
-        return {}
-    if not isinstance(found, dict):
-        return {}
-    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str) and _inside(k)}
+        return {}, {}
+    if not isinstance(found, dict) or found.get("version") != _MANIFEST_VERSION:
+        return {}, {}
+    outputs, files = found.get("outputs"), found.get("files")
+    if not isinstance(outputs, dict) or not isinstance(files, list):
+        return {}, {}
+    outputs = {k: v for k, v in outputs.items() if isinstance(k, str) and isinstance(v, str) and _inside(k)}
+    by_output: dict[str, list[str]] = {}
+    for relative in files:
+        if isinstance(relative, str) and _inside(relative):
+            output = relative if relative in outputs else _folder_output(relative, outputs)
+            if output:
+                by_output.setdefault(output, []).append(relative)
+    return outputs, by_output
+
+
+def _regular_file(path: Path) -> bool:
+    """A plain file, not a link a planted symlink could pull something outside the site through."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _folder_output(relative: str, outputs: dict[str, str]) -> str | None:
+    """The folder output a file belongs to ("runs/x/" for "runs/x/index.html"), if any."""
+    parts = relative.split("/")
+    for depth in range(1, len(parts)):
+        folder = "/".join(parts[:depth]) + "/"
+        if folder in outputs:
+            return folder
+    return None
 
 
 def _inside(relative: str) -> bool:
     """Whether a manifest path names something strictly inside the output folder.
 
-    Checked as text (no "..", not absolute): cheap for thousands of entries, and
-    deleting through a planted symlink is already prevented by rmtree and unlink.
+    Checked as text (no "..", not absolute): cheap for thousands of entries.
     """
     if not relative or "\\" in relative or os.path.isabs(relative):
         return False

@@ -152,10 +152,12 @@ def test_a_manifest_cannot_make_a_build_delete_outside_its_folder(tmp_path: Path
     (victim / "keep.txt").write_text("keep")
     manifest = out / ".build-manifest.json"
     entries = json.loads(manifest.read_text())
-    entries.update({"../victim/": "x", str(victim) + "/": "x", "runs/../../victim/keep.txt": "x"})
+    entries["outputs"].update({"../victim/": "x", str(victim) + "/": "x", "runs/../../victim/keep.txt": "x"})
+    entries["files"] += ["../victim/keep.txt", str(victim / "keep.txt"), "runs/../../victim/keep.txt"]
     manifest.write_text(json.dumps(entries))
     assert _sitegen("build", "--content", str(ROOT / "content"), "--out", str(out))[0] == 0
     assert (victim / "keep.txt").read_text() == "keep"
+    assert not [p for p in out.rglob("keep.txt")]  # nor copy anything from outside into the site
 
 
 def test_a_valid_cell_without_its_value_is_an_error(tmp_path: Path) -> None:

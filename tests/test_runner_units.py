@@ -30,7 +30,7 @@ REDACTION_CASES = [
     ("OPENAI_API_KEY=xyz CUDA_VISIBLE_DEVICES=0,1 vllm serve m", "OPENAI_API_KEY=<redacted> CUDA_VISIBLE_DEVICES=0,1 vllm serve m"),
     ("server --hf-token abc --token=def", "server --hf-token <redacted> --token=<redacted>"),
     ("curl -H 'Authorization: Bearer abc.def' x", "curl -H 'Authorization: Bearer <redacted>' x"),
-    ('serve --auth-header "Bearer tokSECRET"', 'serve --auth-header "Bearer <redacted>"'),
+    ('serve --auth-header "Bearer tokSECRET"', 'serve --auth-header <redacted>'),  # an auth-named option: all its values
     ("curl -H 'x-api-key: abc' x", "curl -H 'x-api-key: <redacted>' x"),
     ("--model https://user:pass@example.com/m", "--model https://<redacted>@example.com/m"),
     ("fetch https://h.example/m?api_key=abc&x=1", "fetch https://h.example/m?api_key=<redacted>&x=1"),
@@ -198,6 +198,7 @@ def test_journal_survives_a_torn_last_line(tmp_path) -> None:
     journal = Journal.create(path, header)
     journal.record(PrefillPoint(context_tokens=1024, status="Valid", prompt_tok_s=1.0, ttft_ms=1.0))
     journal.record(DecodeCell(context_tokens=1024, concurrency=1, status="Failed", error="boom"))
+    journal.close()  # as a crashed runner's lock goes with it
     with path.open("ab") as handle:
         handle.write(b'{"kind":"decode","cell":{"context_tok')
     again = Journal.load(path)

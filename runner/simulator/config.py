@@ -41,6 +41,8 @@ class SimConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Everything that shapes the simulator's answers and timings (see module docstring)."""
 
     model: str = "sim-model"
+    # Further model ids /v1/models lists (a server hosting several models); only `model` answers.
+    other_models: list[str] = []
     engine_name: str = "vllm"
     version: str = "0.1.0+sim"
     max_model_len: PositiveInt = 65536

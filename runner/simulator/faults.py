@@ -33,6 +33,8 @@ class Faults(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fi
     # A stream sends nothing for `stall_s` seconds, once, after this many tokens.
     stall_after_tokens: TokenCount | None = None
     stall_s: Seconds = 0.0
+    # During that stall, an SSE comment (": keepalive") every this many seconds, as proxies send.
+    stall_keepalive_s: Annotated[float, msgspec.Meta(gt=0)] | None = None
     # Every n-th SSE event of a stream is preceded by a line that is not valid JSON.
     malformed_every: Annotated[int, msgspec.Meta(ge=1)] | None = None
     # The server dies (all connections dropped, port closed) after this long, or after

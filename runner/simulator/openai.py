@@ -225,10 +225,10 @@ def detokenize(body: bytes, config: SimConfig, tokenizer: Tokenizer) -> bytes:
 
 def models_body(config: SimConfig) -> bytes:
     """The /v1/models answer, with vLLM's max_model_len."""
-    card = {"id": config.model, "object": "model", "created": int(time.time()),
-            "owned_by": config.engine_name, "root": config.model, "parent": None,
-            "max_model_len": config.max_model_len, "permission": []}
-    return msgspec.json.encode({"object": "list", "data": [card]})
+    cards = [{"id": model, "object": "model", "created": int(time.time()),
+              "owned_by": config.engine_name, "root": model, "parent": None,
+              "max_model_len": config.max_model_len, "permission": []} for model in [config.model, *config.other_models]]
+    return msgspec.json.encode({"object": "list", "data": cards})
 
 
 class Responder:

@@ -7,6 +7,7 @@ wrong model names) are applied here; the engine knows nothing of them.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 import msgspec
@@ -169,7 +170,7 @@ class Routes:
                 return False
             stall = faults.stall_seconds(sent)
             if stall:
-                await asyncio.sleep(stall)
+                await _stall(stream, stall, self.faults.faults.stall_keepalive_s)
             if emission.finish_reason is not None:
                 break
         if gen.include_usage:
@@ -177,6 +178,20 @@ class Routes:
         await send(DONE_EVENT)
         await stream.end()
         return True
+
+
+KEEPALIVE = b": keepalive\n\n"
+
+
+async def _stall(stream: ChunkedStream, seconds: float, keepalive_every: float | None) -> None:
+    """Send no token for `seconds`: silence, or keepalive comments every `keepalive_every` seconds."""
+    if keepalive_every is None:
+        await asyncio.sleep(seconds)
+        return
+    ends = time.monotonic() + seconds
+    while (left := ends - time.monotonic()) > 0:
+        await stream.send(KEEPALIVE)
+        await asyncio.sleep(min(keepalive_every, left))
 
 
 async def _respond(writer: asyncio.StreamWriter, req: HttpRequest, status: int, body: bytes,

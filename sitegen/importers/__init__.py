@@ -17,10 +17,9 @@ from sitegen.importers.options import ImportOptions, apply_options
 
 def import_file(path: Path, options: ImportOptions) -> Bundle:
     """Read one file of any known format and return its bundle."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror}") from None
+    from sitegen.loader import read_input
+
+    raw = read_input(path)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
