@@ -95,6 +95,7 @@ def test_journal_holds_each_repeat_and_resumes_the_missing_ones(tmp_path: Path) 
     journal.record(_cell(100.0))
     journal.record(msgspec.structs.replace(_cell(50.0), concurrency=2))
     journal.record(_cell(80.0), 1)
+    journal.close()  # as the runner does on exit: the journal is locked while open
     lines = [json.loads(line) for line in path.read_bytes().splitlines()]
     assert [line.get("repeat") for line in lines[1:]] == [None, None, 1], "repeat 0 leaves its line as before"
     again = Journal.load(path)
