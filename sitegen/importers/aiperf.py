@@ -20,10 +20,14 @@ FOLDER_FILES = "profile_export_aiperf.json"  # in each run's --output-artifact-d
 
 
 class Total(msgspec.Struct, kw_only=True):
+    """A run-wide figure: AIPerf writes it as its average."""
+
     avg: float
 
 
 class Distribution(msgspec.Struct, kw_only=True):
+    """A per-request figure with the percentiles a cell keeps."""
+
     avg: float
     p50: float
     p90: float
@@ -31,6 +35,8 @@ class Distribution(msgspec.Struct, kw_only=True):
 
 
 class Phase(msgspec.Struct, kw_only=True):
+    """One phase of the run (warm-up, profiling) and how it loaded the server."""
+
     kind: str
     concurrency: int | None = None
     requests: int | None = None
@@ -41,10 +47,14 @@ class Model(msgspec.Struct, kw_only=True):
 
 
 class Models(msgspec.Struct, kw_only=True):
+    """The models benchmarked; a run of several is refused as not one model."""
+
     items: list[Model]
 
 
 class InputConfig(msgspec.Struct, kw_only=True):
+    """The command line as AIPerf recorded it."""
+
     models: Models
     phases: list[Phase]
 
@@ -54,8 +64,9 @@ class ErrorDetails(msgspec.Struct, kw_only=True):
 
 
 class ErrorCount(msgspec.Struct, kw_only=True):
+    """One kind of error of the run (AIPerf counts beside it how many requests had it)."""
+
     error_details: ErrorDetails
-    count: int
 
 
 class Export(msgspec.Struct, kw_only=True):
@@ -69,11 +80,12 @@ class Export(msgspec.Struct, kw_only=True):
     time_to_first_token: Distribution
     inter_token_latency: Distribution
     input_sequence_length: Distribution
-    completed_request_count: Total
+    request_count: Total  # successful requests (completed_request_count adds the failed ones)
     error_request_count: Total | None = None  # written only when a request failed
     total_output_tokens: Total
     benchmark_duration: Total
     error_summary: list[ErrorCount] = []
+    was_cancelled: bool = False
 
 
 def looks_like(data: object) -> bool:
@@ -92,7 +104,7 @@ def read(data: object, path: Path) -> SweepFile:
         total_tok_s=export.output_token_throughput.avg, per_request_tok_s=export.output_token_throughput_per_user.p50,
         ttft_ms=export.time_to_first_token.p50, ttft_p90_ms=export.time_to_first_token.p90, ttft_p99_ms=export.time_to_first_token.p99,
         tbt_ms=export.inter_token_latency.p50, tbt_p90_ms=export.inter_token_latency.p90, tbt_p99_ms=export.inter_token_latency.p99,
-        completed=round(export.completed_request_count.avg),
+        completed=round(export.request_count.avg),
         failed=round(export.error_request_count.avg) if export.error_request_count else 0,
         output_tokens=round(export.total_output_tokens.avg), measured_s=export.benchmark_duration.avg,
         error=next((e.error_details.message for e in export.error_summary if e.error_details.message), None),
@@ -101,6 +113,7 @@ def read(data: object, path: Path) -> SweepFile:
         path=path, tool=TOOL, tool_version=export.aiperf_version, model=export.input_config.models.items[0].name,
         model_field="$.input_config.models.items[0].name", measured_at=_start(export.start_time, path),
         decode_test="Fixed request count" if fixed_count else "Fixed duration", levels=[level],
+        left_out=[f"{path.name}: the run was cancelled before it finished."] if export.was_cancelled else [],
     )
 
 

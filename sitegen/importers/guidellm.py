@@ -20,6 +20,8 @@ FOLDER_FILES = None  # GuideLLM writes one file wherever --output says
 
 
 class Percentiles(msgspec.Struct, kw_only=True):
+    """The tail percentiles a cell keeps."""
+
     p90: float
     p99: float
 
@@ -38,17 +40,20 @@ class ByStatus(msgspec.Struct, kw_only=True):
     """A metric split by request status; "total" counts every request of the benchmark."""
 
     successful: Stats
-    errored: Stats
     total: Stats
 
 
 class Totals(msgspec.Struct, kw_only=True):
+    """Requests by how they ended: incomplete ones were cut at the end of the benchmark."""
+
     successful: int
     errored: int
     incomplete: int
 
 
 class Metrics(msgspec.Struct, kw_only=True):
+    """The metrics a cell needs, of the many GuideLLM computes."""
+
     request_totals: Totals
     prompt_token_count: ByStatus
     output_token_count: ByStatus
@@ -59,6 +64,8 @@ class Metrics(msgspec.Struct, kw_only=True):
 
 
 class Strategy(msgspec.Struct, kw_only=True):
+    """How the benchmark loaded the server: synchronous, concurrent (streams) or by request rate."""
+
     type_: str
     streams: int | None = None
 
@@ -68,6 +75,8 @@ class Backend(msgspec.Struct, kw_only=True):
 
 
 class Config(msgspec.Struct, kw_only=True):
+    """The benchmark's settings, as GuideLLM recorded them."""
+
     strategy: Strategy
     backend: Backend
     constraints: dict[str, object] = {}
@@ -78,6 +87,8 @@ class RequestInfo(msgspec.Struct, kw_only=True):
 
 
 class RequestStats(msgspec.Struct, kw_only=True):
+    """A request GuideLLM kept a sample of; errored ones carry their error."""
+
     info: RequestInfo
 
 
@@ -86,6 +97,8 @@ class Requests(msgspec.Struct, kw_only=True):
 
 
 class Benchmark(msgspec.Struct, kw_only=True):
+    """One level: a strategy run for its duration."""
+
     config: Config
     metrics: Metrics
     start_time: float
@@ -98,6 +111,8 @@ class Metadata(msgspec.Struct, kw_only=True):
 
 
 class Report(msgspec.Struct, kw_only=True):
+    """The whole file: the tool's version and its benchmarks."""
+
     metadata: Metadata
     benchmarks: list[Benchmark]
 
@@ -120,8 +135,9 @@ def read(data: object, path: Path) -> SweepFile:
             rated.append(benchmark.config.strategy.type_)
             continue
         levels.append(_level(benchmark, f"$.benchmarks[{i}]", concurrency))
-    left_out = [f"{path.name}: {len(rated)} benchmarks driven by request rate ({', '.join(sorted(set(rated)))}) "
-                "are not imported: a matrix cell holds a fixed number of requests at once."] if rated else []
+    plural = "s are" if len(rated) > 1 else " is"
+    left_out = [f"{path.name}: {len(rated)} benchmark{plural} driven by request rate ({', '.join(sorted(set(rated)))}), "
+                "not imported: a matrix cell holds a fixed number of requests at once."] if rated else []
     models = {b.config.backend.model for b in report.benchmarks}
     model = report.benchmarks[0].config.backend.model if report.benchmarks else ""
     if len(models) > 1:
@@ -155,7 +171,7 @@ def _level(benchmark: Benchmark, where: str, concurrency: int) -> Level:
         per_request_tok_s=tok_s_from_ms(tpot.median) if completed else None,
         ttft_ms=ttft.median, ttft_p90_ms=ttft.percentiles.p90, ttft_p99_ms=ttft.percentiles.p99,
         tbt_ms=itl.median, tbt_p90_ms=itl.percentiles.p90, tbt_p99_ms=itl.percentiles.p99,
-        completed=completed, failed=m.request_totals.errored, output_tokens=round(m.output_token_count.total.total_sum),
+        completed=completed, failed=m.request_totals.errored, incomplete=m.request_totals.incomplete, output_tokens=round(m.output_token_count.total.total_sum),
         measured_s=benchmark.duration,
         error=next((r.info.error for r in benchmark.requests.errored if r.info.error), None),
     )

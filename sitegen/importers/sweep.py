@@ -44,6 +44,7 @@ class Level(msgspec.Struct, kw_only=True, frozen=True):
     tbt_p90_ms: float | None = None
     tbt_p99_ms: float | None = None
     error: str | None = None  # a failed request's reason, as the tool recorded it
+    incomplete: int = 0  # requests still running when the level ended (GuideLLM counts them)
     # Levels of one repeat group (a `vllm bench sweep` combination folder) are repeats of each other.
     repeat_group: str | None = None
 
@@ -104,9 +105,11 @@ def sweep_bundle(files: list[SweepFile], options: ImportOptions) -> Bundle:
                                                              "one run is one model (import each under its own --id)")
     cells, repeats = _cells(files)
     if not cells:
-        raise InputError(first.path, None, f"no level at a fixed concurrency: nothing to import as a matrix cell")
+        raise InputError(first.path, None, "no level at a fixed concurrency: nothing to import as a matrix cell")
     started = measured_at([f.measured_at for f in files])
-    notes = [note for f in files for note in f.left_out]
+    # The page's standing TTFT line describes the runner's warmed prompts; these tools send cold ones.
+    notes = [f"Figures as {first.tool} measured them: its TTFT includes the prefill of each prompt.",
+             *(note for f in files for note in f.left_out)]
     if repeats:
         notes.append(f"{first.tool} ran some levels {repeats} times; each cell shows the run with the median total tok/s.")
     version = next((f.tool_version for f in files if f.tool_version), None)
@@ -115,7 +118,7 @@ def sweep_bundle(files: list[SweepFile], options: ImportOptions) -> Bundle:
         engine=Engine(name=UNKNOWN_ENGINE),
         run=RunInfo(served_model=first.model, benchmark_tool=f"{first.tool} {version}" if version else first.tool,
                     decode_test=first.decode_test, prefill_mode=NO_PREFILL),
-        notes=" ".join(notes) or None,
+        notes=" ".join(notes),
         decode=cells,
     )
     bundle = apply_options(found, options)
@@ -162,7 +165,12 @@ def cell(level: Level, context: int) -> DecodeCell:
     base = {"context_tokens": context, "concurrency": level.concurrency, "completed": level.completed, "measured_s": level.measured_s}
     reason = f": {level.error}" if level.error else ""
     if level.completed == 0:
-        return DecodeCell(**base, status="Failed", output_tokens=0, error=f"all {level.failed} requests failed{reason}")
+        running = f"{level.incomplete} still running at its end" if level.incomplete else ""
+        if level.failed:
+            error = f"all {level.failed} requests failed{reason}" + (f", {running}" if running else "")
+        else:
+            error = f"no request completed in the {level.measured_s:.1f} s the level ran" + (f" ({running})" if running else "")
+        return DecodeCell(**base, status="Failed", output_tokens=0, error=error)
     note = None
     if level.failed:
         note = (f"{level.failed} of {level.failed + level.completed} requests failed{reason}; "
