@@ -43,6 +43,8 @@ class Phase(msgspec.Struct, kw_only=True):
 
 
 class Model(msgspec.Struct, kw_only=True):
+    """A model as the run named it."""
+
     name: str
 
 
@@ -60,6 +62,8 @@ class InputConfig(msgspec.Struct, kw_only=True):
 
 
 class ErrorDetails(msgspec.Struct, kw_only=True):
+    """An error as AIPerf recorded it: the server's message."""
+
     message: str | None = None
 
 

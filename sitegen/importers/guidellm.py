@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Annotated
 
 import msgspec
 
@@ -17,6 +18,7 @@ from sitegen.importers.sweep import Level, SweepFile, decode, measured_at, tok_s
 
 TOOL = "GuideLLM"
 FOLDER_FILES = None  # GuideLLM writes one file wherever --output says
+EPOCH_9999 = 253402300800.0  # the first second of the year 10000, past any datetime
 
 
 class Percentiles(msgspec.Struct, kw_only=True):
@@ -71,6 +73,8 @@ class Strategy(msgspec.Struct, kw_only=True):
 
 
 class Backend(msgspec.Struct, kw_only=True):
+    """The endpoint benchmarked: only its model name is kept."""
+
     model: str
 
 
@@ -83,6 +87,8 @@ class Config(msgspec.Struct, kw_only=True):
 
 
 class RequestInfo(msgspec.Struct, kw_only=True):
+    """How a request ended; an errored one says why."""
+
     error: str | None = None
 
 
@@ -93,6 +99,8 @@ class RequestStats(msgspec.Struct, kw_only=True):
 
 
 class Requests(msgspec.Struct, kw_only=True):
+    """The sampled requests of a benchmark, by status."""
+
     errored: list[RequestStats] = []
 
 
@@ -101,12 +109,14 @@ class Benchmark(msgspec.Struct, kw_only=True):
 
     config: Config
     metrics: Metrics
-    start_time: float
+    start_time: Annotated[float, msgspec.Meta(ge=0, lt=EPOCH_9999)]  # seconds since the epoch
     duration: float
     requests: Requests = msgspec.field(default_factory=Requests)
 
 
 class Metadata(msgspec.Struct, kw_only=True):
+    """Who wrote the file."""
+
     guidellm_version: str
 
 

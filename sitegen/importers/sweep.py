@@ -8,6 +8,7 @@ that is missing or mistyped is named in the error); the mapping to cells lives h
 from __future__ import annotations
 
 import datetime as dt
+import math
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -149,8 +150,10 @@ def _cells(files: list[SweepFile]) -> tuple[list[DecodeCell], int]:
 
 def _key(file: SweepFile, level: Level) -> tuple[int, int]:
     """The level's cell: its mean input length, rounded, and its concurrency."""
-    if level.input_tokens is None or round(level.input_tokens) < 1:
+    if level.input_tokens is None:
         raise InputError(file.path, level.where, "no request completed, so the file does not tell the input length of this level")
+    if not math.isfinite(level.input_tokens) or round(level.input_tokens) < 1:
+        raise InputError(file.path, level.where, f"a mean input length of {level.input_tokens:g} tokens is not a context")
     return round(level.input_tokens), level.concurrency
 
 
@@ -163,7 +166,7 @@ def _median_run(levels: list[Level]) -> Level:
 def cell(level: Level, context: int) -> DecodeCell:
     """The decode cell of one level: Failed when no request completed, else its figures and any failures in a note."""
     base = {"context_tokens": context, "concurrency": level.concurrency, "completed": level.completed, "measured_s": level.measured_s}
-    reason = f": {level.error}" if level.error else ""
+    reason = f": {level.error.strip().splitlines()[0]}" if level.error and level.error.strip() else ""
     if level.completed == 0:
         running = f"{level.incomplete} still running at its end" if level.incomplete else ""
         if level.failed:
