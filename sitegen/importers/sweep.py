@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import statistics
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -24,6 +25,7 @@ T = TypeVar("T")
 # What a file leaves out: the engine behind the endpoint is not recorded by these tools.
 UNKNOWN_ENGINE = "unknown"
 NO_PREFILL = "Not measured"
+ROW_SPREAD = 0.01  # levels whose mean input lengths differ by less than this share a matrix row
 
 
 class Level(msgspec.Struct, kw_only=True, frozen=True):
@@ -104,13 +106,16 @@ def sweep_bundle(files: list[SweepFile], options: ImportOptions) -> Bundle:
         if other.model != first.model:
             raise InputError(other.path, other.model_field, f"model {other.model!r}, but {first.path} measured {first.model!r}: "
                                                              "one run is one model (import each under its own --id)")
-    cells, repeats = _cells(files)
+    cells, repeats, moved = _cells(files)
     if not cells:
         raise InputError(first.path, None, "no level at a fixed concurrency: nothing to import as a matrix cell")
     started = measured_at([f.measured_at for f in files])
     # The page's standing TTFT line describes the runner's warmed prompts; these tools send cold ones.
     notes = [f"Figures as {first.tool} measured them: its TTFT includes the prefill of each prompt.",
              *(note for f in files for note in f.left_out)]
+    if moved:
+        notes.append(f"A row's context is the median of its levels' mean input lengths, which differ by under "
+                     f"{ROW_SPREAD:.0%}; each cell's own mean is its prompt tokens.")
     if repeats:
         notes.append(f"{first.tool} ran some levels {repeats} times; each cell shows the run with the median total tok/s.")
     version = next((f.tool_version for f in files if f.tool_version), None)
@@ -128,12 +133,16 @@ def sweep_bundle(files: list[SweepFile], options: ImportOptions) -> Bundle:
     return validated(msgspec.structs.replace(bundle, id=bundle_id), first.path)
 
 
-def _cells(files: list[SweepFile]) -> tuple[list[DecodeCell], int]:
-    """A cell per (context, concurrency), sorted; repeats of a level keep their median run. Also the repeat count."""
+def _cells(files: list[SweepFile]) -> tuple[list[DecodeCell], int, bool]:
+    """A cell per (context, concurrency), sorted; repeats of a level keep their median run.
+
+    Also the repeat count, and whether some level's context was moved to its row's.
+    """
+    keyed = [(_key(file, level), file, level) for file in files for level in file.levels]
+    rows = matrix_rows([context for (context, _), _, _ in keyed])
     by_key: dict[tuple[int, int], list[tuple[SweepFile, Level]]] = {}
-    for file in files:
-        for level in file.levels:
-            by_key.setdefault(_key(file, level), []).append((file, level))
+    for (context, concurrency), file, level in keyed:
+        by_key.setdefault((rows[context], concurrency), []).append((file, level))
     cells: list[DecodeCell] = []
     repeats = 0
     for key in sorted(by_key):
@@ -145,7 +154,24 @@ def _cells(files: list[SweepFile]) -> tuple[list[DecodeCell], int]:
                                                      f"(the first: {first_file.path}:{first.where})")
         repeats = max(repeats, len(runs) if len(runs) > 1 else 0)
         cells.append(cell(_median_run([level for _, level in runs]), key[0]))
-    return cells, repeats
+    return cells, repeats, any(row != context for context, row in rows.items())
+
+
+def matrix_rows(contexts: list[int]) -> dict[int, int]:
+    """Each level's context mapped to its matrix row: contexts within ROW_SPREAD of the row's smallest share it.
+
+    A tool's mean input length wanders by a token or two between levels of one nominal length
+    (512.0, 512.6, 512.3); the row is the median of its levels' contexts.
+    """
+    rows: dict[int, int] = {}
+    group: list[int] = []
+    for context in sorted(contexts) + [0]:
+        if group and (context == 0 or context > group[0] * (1 + ROW_SPREAD)):
+            row = round(statistics.median(group))
+            rows.update(dict.fromkeys(group, row))
+            group = []
+        group.append(context)
+    return rows
 
 
 def _key(file: SweepFile, level: Level) -> tuple[int, int]:
