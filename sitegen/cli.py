@@ -81,9 +81,9 @@ def import_command(files: tuple[Path, ...], out: Path, replace: bool, id_: str |
     Formats are recognised by content: speed test matrix pages (captured text),
     llm-inference-bench's benchmark_results.json, and benchmark sweeps: `vllm bench serve
     --save-result` JSON, GuideLLM's benchmarks JSON and AIPerf's profile_export_aiperf.json.
-    All the sweep files given (and those under a folder given, such as a `vllm bench sweep`
-    output folder) make one bundle: one run of one model, a decode cell per input length and
-    concurrency.
+    The sweep files given (and those under a folder given, such as a `vllm bench sweep`
+    output folder) make one bundle per tool and model, a decode cell per input length and
+    concurrency; under --id they must all be of one sweep.
     """
     from sitegen.importers.options import ImportOptions
     from sitegen.import_files import import_files

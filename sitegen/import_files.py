@@ -1,7 +1,8 @@
 """`sitegen import`: source files in, bundle files out, nothing half-written.
 
 Pages, bundles and llm-inference-bench files make one bundle each; the result files of one
-benchmark sweep (vllm bench serve, GuideLLM, AIPerf; folders of them too) make one bundle together.
+benchmark sweep (vllm bench serve, GuideLLM, AIPerf; folders of them too) make one bundle
+together: one per tool and model, or exactly one under --id.
 """
 
 from __future__ import annotations
@@ -41,14 +42,24 @@ def import_files(files: list[Path], out: Path, options: ImportOptions, replace: 
         else:
             bundles.append((path, source))
     if sweep and not errors:
-        try:
-            bundles.append((sweep[0].path, sweep_bundle(sweep, options)))
-        except InputError as exc:
-            errors.append(exc)
+        # Under one --id every file must be of the one sweep; without, each tool and model is a run of its own.
+        for files_of_one_run in [sweep] if options.id else _runs(sweep):
+            try:
+                bundles.append((files_of_one_run[0].path, sweep_bundle(files_of_one_run, options)))
+            except InputError as exc:
+                errors.append(exc)
     if options.id and len(bundles) + (1 if sweep and errors else 0) > 1:
         return [], [InputError("--id", None, f"names one bundle, but these files make {len(bundles)}: "
                                              "several files make one bundle only when they are results of one sweep")]
     return _write(bundles, out, replace, errors), errors
+
+
+def _runs(sweep: list[SweepFile]) -> list[list[SweepFile]]:
+    """The sweep files grouped by tool and model, in the order given."""
+    runs: dict[tuple[str, str], list[SweepFile]] = {}
+    for file in sweep:
+        runs.setdefault((file.tool, file.model), []).append(file)
+    return list(runs.values())
 
 
 def _sources(files: list[Path], errors: list[InputError]) -> list[Path]:

@@ -267,11 +267,21 @@ def test_files_of_different_models_under_one_id_are_refused(tmp_path: Path) -> N
     assert not (tmp_path / "runs").exists()
 
 
-def test_files_of_different_tools_are_refused(tmp_path: Path) -> None:
+def test_files_of_different_tools_under_one_id_are_refused(tmp_path: Path) -> None:
     vllm, aiperf = first_file("vllm"), first_file("aiperf")
-    written, errors = import_files([vllm, aiperf], tmp_path / "runs", ImportOptions())
+    written, errors = import_files([vllm, aiperf], tmp_path / "runs", ImportOptions(id="x"))
     assert not written and [e.line() for e in errors] == [
         f"{aiperf}: AIPerf results, but {vllm} holds vllm bench serve results: one run is measured with one tool"]
+
+
+def test_without_id_each_tool_and_model_makes_its_own_run(tmp_path: Path) -> None:
+    aiperf = sorted((PEERS / "aiperf" / "sweep").rglob("profile_export_aiperf.json"))
+    other = edited(tmp_path, aiperf[0], lambda d: d["input_config"]["models"]["items"][0].update(name="other-model"))
+    written, errors = import_files([first_file("vllm"), *aiperf[1:], other], tmp_path / "runs", ImportOptions())
+    assert not errors
+    bundles = sorted((decode_bundle(p.read_bytes()) for p in written), key=lambda b: (b.origin, b.model))
+    assert [(b.origin, b.model, len(b.decode)) for b in bundles] == [
+        ("AIPerf import", "other-model", 1), ("AIPerf import", "sim-model", len(aiperf) - 1), ("vllm bench serve import", "sim-model", 1)]
 
 
 def test_one_level_twice_is_refused_naming_both_files(tmp_path: Path) -> None:
