@@ -51,7 +51,7 @@ def _for_import(flag: MetadataFlag) -> MetadataFlag:
         return flag._replace(flag="--model", help="Model display name.")
     if flag.flag == "--origin":
         return flag._replace(help="Where the run came from (default: a page's byline, a bundle's own, "
-                                  '"llm-inference-bench import" for its files).')
+                                  '"<tool> import" for other tools\' files).')
     return flag
 
 
@@ -72,16 +72,22 @@ def _metadata_options(function: Callable) -> Callable:
 @main.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("content/runs"), show_default=True, help="Folder the bundles are written to.")
-@click.option("--id", "id_", default=None, help="Run id (slug) for the bundle; only with one file.")
+@click.option("--id", "id_", default=None, help="Run id (slug) for the bundle: of one file, or of the one bundle a sweep's files make.")
 @_metadata_options
 @click.option("--replace", is_flag=True, help="Overwrite a bundle of the same id in --out.")
 def import_command(files: tuple[Path, ...], out: Path, replace: bool, id_: str | None, **fields: Any) -> None:
-    """Import captured pages or llm-inference-bench JSON files as bundles."""
+    """Import captured pages, bundles and other tools' results as bundles.
+
+    Formats are recognised by content: speed test matrix pages (captured text),
+    llm-inference-bench's benchmark_results.json, and benchmark sweeps: `vllm bench serve
+    --save-result` JSON, GuideLLM's benchmarks JSON and AIPerf's profile_export_aiperf.json.
+    The sweep files given (and those under a folder given, such as a `vllm bench sweep`
+    output folder) make one bundle per tool and model, a decode cell per input length and
+    concurrency; under --id they must all be of one sweep.
+    """
     from sitegen.importers.options import ImportOptions
     from sitegen.import_files import import_files
 
-    if id_ and len(files) > 1:
-        _fail(["--id names one bundle, but several files were given"])
     if id_ is not None and not re.match(RUN_ID_PATTERN, id_):
         _fail([f"--id: {id_!r} is not a run id: lowercase ASCII letters, digits and inner hyphens, at most 120"])
     written, errors = import_files(list(files), out, ImportOptions(id=id_, **fields), replace)

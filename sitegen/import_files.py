@@ -1,34 +1,86 @@
-"""`sitegen import`: many source files in, one bundle file each out, nothing half-written."""
+"""`sitegen import`: source files in, bundle files out, nothing half-written.
+
+Pages, bundles and llm-inference-bench files make one bundle each; the result files of one
+benchmark sweep (vllm bench serve, GuideLLM, AIPerf; folders of them too) make one bundle
+together: one per tool and model, or exactly one under --id.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from runner.schema import encode_bundle
+from runner.schema import Bundle, encode_bundle
 from sitegen.atomic import write_atomic
 from sitegen.errors import InputError, InputErrors
-from sitegen.importers import import_file
+from sitegen.importers import read_source, result_files
 from sitegen.importers.options import ImportOptions
+from sitegen.importers.sweep import SweepFile, sweep_bundle
 from sitegen.loader import scrub
 
 
 def import_files(files: list[Path], out: Path, options: ImportOptions, replace: bool = False) -> tuple[list[Path], list[InputError]]:
-    """Import each file; a bad file is reported and skipped, the others are written.
+    """Import the files; a bad file is reported and skipped, the others are written.
 
-    An existing bundle of the same id is kept unless `replace` is set, so a second
-    import cannot silently overwrite a measured run.
+    A sweep is written only when every file given is good, since a sweep missing a file
+    would publish a partial matrix. An existing bundle of the same id is kept unless
+    `replace` is set, so a second import cannot silently overwrite a measured run.
     """
-    written: list[Path] = []
     errors: list[InputError] = []
-    for path in files:
+    bundles: list[tuple[Path, Bundle]] = []
+    sweep: list[SweepFile] = []
+    for path in _sources(files, errors):
         try:
-            bundle = scrub(import_file(path, options))
+            source = read_source(path, options)
         except InputError as exc:
             errors.append(exc)
             continue
         except InputErrors as exc:
             errors.extend(exc.errors)
             continue
+        if isinstance(source, SweepFile):
+            sweep.append(source)
+        else:
+            bundles.append((path, source))
+    if sweep and not errors:
+        # Under one --id every file must be of the one sweep; without, each tool and model is a run of its own.
+        for files_of_one_run in [sweep] if options.id else _runs(sweep):
+            try:
+                bundles.append((files_of_one_run[0].path, sweep_bundle(files_of_one_run, options)))
+            except InputError as exc:
+                errors.append(exc)
+    if options.id and len(bundles) + (1 if sweep and errors else 0) > 1:
+        return [], [InputError("--id", None, f"names one bundle, but these files make {len(bundles)}: "
+                                             "several files make one bundle only when they are results of one sweep")]
+    return _write(bundles, out, replace, errors), errors
+
+
+def _runs(sweep: list[SweepFile]) -> list[list[SweepFile]]:
+    """The sweep files grouped by tool and model, in the order given."""
+    runs: dict[tuple[str, str], list[SweepFile]] = {}
+    for file in sweep:
+        runs.setdefault((file.tool, file.model), []).append(file)
+    return list(runs.values())
+
+
+def _sources(files: list[Path], errors: list[InputError]) -> list[Path]:
+    """The files given, with each folder replaced by the result files found under it."""
+    sources: list[Path] = []
+    for path in files:
+        if not path.is_dir():
+            sources.append(path)
+            continue
+        try:
+            sources.extend(result_files(path))
+        except InputError as exc:
+            errors.append(exc)
+    return sources
+
+
+def _write(bundles: list[tuple[Path, Bundle]], out: Path, replace: bool, errors: list[InputError]) -> list[Path]:
+    """Write each bundle atomically as OUT/<id>.json; a bundle whose file exists is an error unless replacing."""
+    written: list[Path] = []
+    for path, bundle in bundles:
+        bundle = scrub(bundle)
         target = out / f"{bundle.id}.json"
         if target.exists() and not replace:
             errors.append(InputError(path, None, f"{target} exists already; pass --replace to overwrite it, or --id to import under another id"))
@@ -41,4 +93,4 @@ def import_files(files: list[Path], out: Path, options: ImportOptions, replace: 
             errors.append(InputError(out, None, f"cannot write {target.name} here: {reason}"))
             continue
         written.append(target)
-    return written, errors
+    return written

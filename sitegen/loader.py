@@ -35,11 +35,16 @@ def _decoded(path: Path, data: bytes, decode: Callable[[bytes], T]) -> T:
     try:
         return decode(data)
     except msgspec.ValidationError as exc:
-        raise InputError(path, _field_of(str(exc)), _message_of(str(exc))) from None
+        raise validation_error(path, exc) from None
     except msgspec.DecodeError as exc:
         raise _syntax_error(path, data, str(exc)) from None
     except RecursionError:
         raise InputError(path, None, "invalid JSON: nested too deeply") from None
+
+
+def validation_error(path: Path, exc: msgspec.ValidationError) -> InputError:
+    """msgspec's validation error as one line naming the file and the `$.a.b` field."""
+    return InputError(path, _field_of(str(exc)), _message_of(str(exc)))
 
 
 def _syntax_error(path: Path, data: bytes, message: str) -> InputError:

@@ -1,0 +1,140 @@
+"""Read AIPerf's `profile_export_aiperf.json` (one run, one level a file).
+
+total tok/s = output_token_throughput.avg; per request tok/s = output_token_throughput_per_user.p50;
+TTFT and time between tokens = time_to_first_token.p50 and inter_token_latency.p50, with
+their p90 and p99; context = input_sequence_length.avg; concurrency = the profiling phase's.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import msgspec
+
+from sitegen.errors import InputError
+from sitegen.importers.sweep import Level, SweepFile, decode
+
+TOOL = "AIPerf"
+FOLDER_FILES = "profile_export_aiperf.json"  # in each run's --output-artifact-dir
+
+
+class Total(msgspec.Struct, kw_only=True):
+    """A run-wide figure: AIPerf writes it as its average."""
+
+    avg: float
+
+
+class Distribution(msgspec.Struct, kw_only=True):
+    """A per-request figure with the percentiles a cell keeps."""
+
+    avg: float
+    p50: float
+    p90: float
+    p99: float
+
+
+class Phase(msgspec.Struct, kw_only=True):
+    """One phase of the run (warm-up, profiling) and how it loaded the server."""
+
+    kind: str
+    concurrency: int | None = None
+    requests: int | None = None
+
+
+class Model(msgspec.Struct, kw_only=True):
+    """A model as the run named it."""
+
+    name: str
+
+
+class Models(msgspec.Struct, kw_only=True):
+    """The models benchmarked; a run of several is refused as not one model."""
+
+    items: list[Model]
+
+
+class InputConfig(msgspec.Struct, kw_only=True):
+    """The command line as AIPerf recorded it."""
+
+    models: Models
+    phases: list[Phase]
+
+
+class ErrorDetails(msgspec.Struct, kw_only=True):
+    """An error as AIPerf recorded it: the server's message."""
+
+    message: str | None = None
+
+
+class ErrorCount(msgspec.Struct, kw_only=True):
+    """One kind of error of the run (AIPerf counts beside it how many requests had it)."""
+
+    error_details: ErrorDetails
+
+
+class Export(msgspec.Struct, kw_only=True):
+    """The fields of one export that a cell needs."""
+
+    aiperf_version: str
+    input_config: InputConfig
+    start_time: str | None = None
+    output_token_throughput: Total
+    output_token_throughput_per_user: Distribution
+    time_to_first_token: Distribution
+    inter_token_latency: Distribution
+    input_sequence_length: Distribution
+    request_count: Total  # successful requests (completed_request_count adds the failed ones)
+    error_request_count: Total | None = None  # written only when a request failed
+    total_output_tokens: Total
+    benchmark_duration: Total
+    error_summary: list[ErrorCount] = []
+    was_cancelled: bool = False
+
+
+def looks_like(data: object) -> bool:
+    """An AIPerf export carries the run's input_config beside its version (or, in early versions, its records)."""
+    return isinstance(data, dict) and "input_config" in data and any(k in data for k in ("aiperf_version", "schema_version", "records"))
+
+
+def read(data: object, path: Path) -> SweepFile:
+    """The one level of an export: its profiling phase at a fixed concurrency."""
+    export = decode(data, Export, path)
+    concurrency, fixed_count = _profiling(export.input_config, path)
+    if not export.input_config.models.items:
+        raise InputError(path, "$.input_config.models.items", "no model named")
+    level = Level(
+        where="$", input_tokens=export.input_sequence_length.avg, concurrency=concurrency,
+        total_tok_s=export.output_token_throughput.avg, per_request_tok_s=export.output_token_throughput_per_user.p50,
+        ttft_ms=export.time_to_first_token.p50, ttft_p90_ms=export.time_to_first_token.p90, ttft_p99_ms=export.time_to_first_token.p99,
+        tbt_ms=export.inter_token_latency.p50, tbt_p90_ms=export.inter_token_latency.p90, tbt_p99_ms=export.inter_token_latency.p99,
+        completed=round(export.request_count.avg),
+        failed=round(export.error_request_count.avg) if export.error_request_count else 0,
+        output_tokens=round(export.total_output_tokens.avg), measured_s=export.benchmark_duration.avg,
+        error=next((e.error_details.message for e in export.error_summary if e.error_details.message), None),
+    )
+    return SweepFile(
+        path=path, tool=TOOL, tool_version=export.aiperf_version, model=export.input_config.models.items[0].name,
+        model_field="$.input_config.models.items[0].name", measured_at=_start(export.start_time, path),
+        decode_test="Fixed request count" if fixed_count else "Fixed duration", levels=[level],
+        left_out=[f"{path.name}: the run was cancelled before it finished."] if export.was_cancelled else [],
+    )
+
+
+def _profiling(config: InputConfig, path: Path) -> tuple[int, bool]:
+    """The profiling phase's concurrency, and whether it ran a fixed number of requests."""
+    for phase in config.phases:
+        if phase.kind == "profiling" and phase.concurrency is not None:
+            return phase.concurrency, phase.requests is not None
+    raise InputError(path, "$.input_config.phases", "no profiling phase at a fixed concurrency (a matrix cell needs --concurrency)")
+
+
+def _start(stamp: str | None, path: Path) -> dt.datetime | None:
+    """start_time (local time of the benchmark machine, no zone), taken as UTC."""
+    if stamp is None:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(stamp)
+    except ValueError:
+        raise InputError(path, "$.start_time", f"expected an ISO date and time, got {stamp!r}") from None
+    return moment.replace(tzinfo=dt.timezone.utc) if moment.tzinfo is None else moment.astimezone(dt.timezone.utc)

@@ -1,0 +1,214 @@
+"""What the importers of benchmark sweeps share: each level becomes a decode cell, a sweep's files one bundle.
+
+vllm bench serve, GuideLLM and AIPerf each report levels of (input length, concurrency).
+Their modules only read a file into a SweepFile (decoded with msgspec Structs, so a field
+that is missing or mistyped is named in the error); the mapping to cells lives here once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import statistics
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+import msgspec
+
+from runner.schema import Bundle, DecodeCell, Engine, RunInfo
+from sitegen.errors import InputError
+from sitegen.importers import bundle_id_from, validated
+from sitegen.importers.options import ImportOptions, apply_options
+from sitegen.loader import validation_error
+
+T = TypeVar("T")
+# What a file leaves out: the engine behind the endpoint is not recorded by these tools.
+UNKNOWN_ENGINE = "unknown"
+NO_PREFILL = "Not measured"
+ROW_SPREAD = 0.01  # levels whose mean input lengths differ by less than this share a matrix row
+
+
+class Level(msgspec.Struct, kw_only=True, frozen=True):
+    """One (input length, concurrency) level as a tool reports it, in the bundle's units (tok/s, ms, s)."""
+
+    where: str  # the level's place in its file, for error lines: "$" or "$.benchmarks[2]"
+    input_tokens: float | None  # mean input length; None when no request completed to tell it
+    concurrency: int
+    total_tok_s: float
+    per_request_tok_s: float | None
+    ttft_ms: float | None
+    tbt_ms: float | None
+    completed: int
+    failed: int
+    output_tokens: int | None
+    measured_s: float
+    ttft_p90_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    tbt_p90_ms: float | None = None
+    tbt_p99_ms: float | None = None
+    error: str | None = None  # a failed request's reason, as the tool recorded it
+    incomplete: int = 0  # requests still running when the level ended (GuideLLM counts them)
+    # Levels of one repeat group (a `vllm bench sweep` combination folder) are repeats of each other.
+    repeat_group: str | None = None
+
+
+class SweepFile(msgspec.Struct, kw_only=True, frozen=True):
+    """One result file of a sweep: which tool measured which model, and its levels."""
+
+    path: Path
+    tool: str
+    tool_version: str | None
+    model: str
+    model_field: str  # where the file names its model, for the error when files disagree
+    measured_at: dt.datetime | None
+    decode_test: str
+    levels: list[Level]
+    left_out: list[str] = []  # what the file holds that is not a level, said in the bundle's notes
+
+
+class SweepFormat(Protocol):
+    """What each sweep importer module offers: recognise its JSON, read it, find it in a folder."""
+
+    TOOL: str
+    FOLDER_FILES: str | None  # glob of this tool's result files inside a results folder
+
+    def looks_like(self, data: object) -> bool: ...
+
+    def read(self, data: object, path: Path) -> SweepFile: ...
+
+
+def decode(data: object, shape: type[T], path: Path) -> T:
+    """The parsed JSON as a Struct; a missing or mistyped field is one error naming it (`$.a.b`)."""
+    try:
+        return msgspec.convert(data, shape)
+    except msgspec.ValidationError as exc:
+        raise validation_error(path, exc) from None
+
+
+def tok_s_from_ms(ms_per_token: float | None) -> float | None:
+    """Per request tok/s from a time per output token in ms; None when there is none."""
+    return 1000.0 / ms_per_token if ms_per_token else None
+
+
+def measured_at(moments: list[dt.datetime | None]) -> dt.datetime | None:
+    """When the sweep started: its earliest file."""
+    known = [m for m in moments if m is not None]
+    return min(known) if known else None
+
+
+def sweep_bundle(files: list[SweepFile], options: ImportOptions) -> Bundle:
+    """One bundle from every file of one sweep: one tool, one model, one cell per level."""
+    first = files[0]
+    for other in files[1:]:
+        if other.tool != first.tool:
+            raise InputError(other.path, None, f"{other.tool} results, but {first.path} holds {first.tool} results: "
+                                                "one run is measured with one tool")
+        if other.model != first.model:
+            raise InputError(other.path, other.model_field, f"model {other.model!r}, but {first.path} measured {first.model!r}: "
+                                                             "one run is one model (import each under its own --id)")
+    cells, repeats, moved = _cells(files)
+    if not cells:
+        raise InputError(first.path, None, "no level at a fixed concurrency: nothing to import as a matrix cell")
+    started = measured_at([f.measured_at for f in files])
+    # The page's standing TTFT line describes the runner's warmed prompts; these tools send cold ones.
+    notes = [f"Figures as {first.tool} measured them: its TTFT includes the prefill of each prompt.",
+             *(note for f in files for note in f.left_out)]
+    if moved:
+        notes.append(f"A row's context is the median of its levels' mean input lengths, which differ by under "
+                     f"{ROW_SPREAD:.0%}; each cell's own mean is its prompt tokens.")
+    if repeats:
+        notes.append(f"{first.tool} ran some levels {repeats} times; each cell shows the run with the median total tok/s.")
+    version = next((f.tool_version for f in files if f.tool_version), None)
+    found = Bundle(
+        id="import", model=first.model, measured_at=started, origin=f"{first.tool} import",
+        engine=Engine(name=UNKNOWN_ENGINE),
+        run=RunInfo(served_model=first.model, benchmark_tool=f"{first.tool} {version}" if version else first.tool,
+                    decode_test=first.decode_test, prefill_mode=NO_PREFILL),
+        notes=" ".join(notes),
+        decode=cells,
+    )
+    bundle = apply_options(found, options)
+    date = started.date().isoformat() if started else None
+    bundle_id = bundle_id_from(options, bundle.model, bundle.hardware.gpu, first.tool, date)
+    return validated(msgspec.structs.replace(bundle, id=bundle_id), first.path)
+
+
+def _cells(files: list[SweepFile]) -> tuple[list[DecodeCell], int, bool]:
+    """A cell per (context, concurrency), sorted; repeats of a level keep their median run.
+
+    Also the repeat count, and whether some level's context was moved to its row's.
+    """
+    keyed = [(_key(file, level), file, level) for file in files for level in file.levels]
+    rows = matrix_rows([context for (context, _), _, _ in keyed])
+    by_key: dict[tuple[int, int], list[tuple[SweepFile, Level]]] = {}
+    for (context, concurrency), file, level in keyed:
+        by_key.setdefault((rows[context], concurrency), []).append((file, level))
+    cells: list[DecodeCell] = []
+    repeats = 0
+    for key in sorted(by_key):
+        runs = by_key[key]
+        groups = {level.repeat_group for _, level in runs}
+        if len(runs) > 1 and (len(groups) > 1 or None in groups):
+            (first_file, first), (file, level) = runs[0], runs[1]
+            raise InputError(file.path, level.where, f"a second result for context {key[0]} × {key[1]} "
+                                                     f"(the first: {first_file.path}:{first.where})")
+        repeats = max(repeats, len(runs) if len(runs) > 1 else 0)
+        cells.append(cell(_median_run([level for _, level in runs]), key[0]))
+    return cells, repeats, any(row != context for context, row in rows.items())
+
+
+def matrix_rows(contexts: list[int]) -> dict[int, int]:
+    """Each level's context mapped to its matrix row: contexts within ROW_SPREAD of the row's smallest share it.
+
+    A tool's mean input length wanders by a token or two between levels of one nominal length
+    (512.0, 512.6, 512.3); the row is the median of its levels' contexts.
+    """
+    rows: dict[int, int] = {}
+    group: list[int] = []
+    for context in sorted(contexts) + [0]:
+        if group and (context == 0 or context > group[0] * (1 + ROW_SPREAD)):
+            row = round(statistics.median(group))
+            rows.update(dict.fromkeys(group, row))
+            group = []
+        group.append(context)
+    return rows
+
+
+def _key(file: SweepFile, level: Level) -> tuple[int, int]:
+    """The level's cell: its mean input length, rounded, and its concurrency."""
+    if level.input_tokens is None:
+        raise InputError(file.path, level.where, "no request completed, so the file does not tell the input length of this level")
+    if not math.isfinite(level.input_tokens) or round(level.input_tokens) < 1:
+        raise InputError(file.path, level.where, f"a mean input length of {level.input_tokens:g} tokens is not a context")
+    return round(level.input_tokens), level.concurrency
+
+
+def _median_run(levels: list[Level]) -> Level:
+    """Of repeated runs of one level, the one with the median total tok/s (the lower middle one of an even count)."""
+    ranked = sorted(levels, key=lambda level: level.total_tok_s)
+    return ranked[(len(ranked) - 1) // 2]
+
+
+def cell(level: Level, context: int) -> DecodeCell:
+    """The decode cell of one level: Failed when no request completed, else its figures and any failures in a note."""
+    base = {"context_tokens": context, "concurrency": level.concurrency, "completed": level.completed, "measured_s": level.measured_s}
+    reason = f": {level.error.strip().splitlines()[0]}" if level.error and level.error.strip() else ""
+    if level.completed == 0:
+        running = f"{level.incomplete} still running at its end" if level.incomplete else ""
+        if level.failed:
+            error = f"all {level.failed} requests failed{reason}" + (f", {running}" if running else "")
+        else:
+            error = f"no request completed in the {level.measured_s:.1f} s the level ran" + (f" ({running})" if running else "")
+        return DecodeCell(**base, status="Failed", output_tokens=0, error=error)
+    note = None
+    if level.failed:
+        note = (f"{level.failed} of {level.failed + level.completed} requests failed{reason}; "
+                f"the figures are those of the {level.completed} that completed")
+    tails = {name: value for name, value in (
+        ("ttft_p90_ms", level.ttft_p90_ms), ("ttft_p99_ms", level.ttft_p99_ms),
+        ("tbt_p90_ms", level.tbt_p90_ms), ("tbt_p99_ms", level.tbt_p99_ms)) if value is not None}
+    return DecodeCell(
+        **base, status="Valid", total_tok_s=level.total_tok_s, per_request_tok_s=level.per_request_tok_s,
+        ttft_ms=level.ttft_ms, tbt_ms=level.tbt_ms, output_tokens=level.output_tokens,
+        prompt_tokens=round(level.input_tokens) if level.input_tokens else None, error=note, **tails,
+    )
