@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import multiprocessing
+import os
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 import jinja2
@@ -14,16 +17,23 @@ from markupsafe import Markup
 from runner.schema import Bundle, bundle_json_schema, encode_bundle
 from sitegen import charts, compare, exports, runview
 from sitegen.cache import code_digest, digest
+from sitegen.catalog import CACHE_FILE, RunEntry, count_files, encode_cache, read_cache, scan
 from sitegen.errors import InputError
-from sitegen.index_view import COLUMNS, facets, newest_first
-from sitegen.loader import load_bundles
+from sitegen.index_view import COLUMNS, chunk_scripts, chunk_urls, facets, first_screen, newest_first
+from sitegen.loader import load_bundle
+from sitegen.progress import Progress
 from sitegen.render import DEFAULT_TEMPLATES, make_environment, render_run_page
 from sitegen.staging import Publication, Stage, staged
-from sitegen.summary import RunSummary, summarize
+from sitegen.summary import RunSummary
 from sitegen.text_page import render_text
 from sitegen.urls import Urls, compare_file, gpu_dir, model_dir, page_dir, run_dir
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+FEED_RUNS = 100  # the feed carries the newest runs only: readers want what is new, not the archive
+PARALLEL_MIN = 64  # pages below which rendering stays in this process (starting workers costs more)
+WORKER_CHUNK = 16  # render tasks a worker takes at a time; consecutive tasks share bundles
 
 
 class Link(msgspec.Struct, frozen=True):
@@ -32,39 +42,17 @@ class Link(msgspec.Struct, frozen=True):
 
 
 class Site(msgspec.Struct, kw_only=True):
-    """Everything loaded for one build, shared by the page writers."""
+    """What a build knows of every run (small records, not bundles), shared by the page writers."""
 
-    bundles: list[Bundle]
-    summaries: list[RunSummary]
+    entries: list[RunEntry]
     pages: list
-    pairs: list[tuple[Bundle, Bundle, str]]
+    pairs: list[tuple[RunEntry, RunEntry, str]]
     env: jinja2.Environment
     code: str
-    fingerprints: dict[str, str] = {}
-    views: dict[str, runview.RunView] = {}
 
-    decode_blocks: dict[tuple[str, bool], Markup] = {}
-
-    def view(self, bundle: Bundle) -> runview.RunView:
-        """A bundle's display view, computed once per build (comparison pages reuse it)."""
-        if bundle.id not in self.views:
-            self.views[bundle.id] = runview.run_view(bundle)
-        return self.views[bundle.id]
-
-    def decode_block(self, bundle: Bundle, compact: bool = False) -> Markup:
-        """A run's rendered Sustained decode section (`_decode.html`), rendered once per build;
-        `compact` leaves out the TTFT lines so two matrices fit side by side."""
-        key = (bundle.id, compact)
-        if key not in self.decode_blocks:
-            template = self.env.get_template("_decode.html")
-            self.decode_blocks[key] = Markup(template.render(view=self.view(bundle), compact=compact))
-        return self.decode_blocks[key]
-
-    def fingerprint(self, bundle: Bundle) -> str:
-        """A hash of one bundle's content, computed once per build."""
-        if bundle.id not in self.fingerprints:
-            self.fingerprints[bundle.id] = digest(msgspec.json.encode(bundle))
-        return self.fingerprints[bundle.id]
+    @property
+    def summaries(self) -> list[RunSummary]:
+        return [e.summary for e in self.entries]
 
     def context(self) -> dict:
         """Template values every page shares."""
@@ -75,37 +63,49 @@ class Site(msgspec.Struct, kw_only=True):
         return json.dumps([(p.slug, p.title) for p in self.pages])
 
 
-def build_site(content: Path, out: Path, templates: Path | None = None) -> str:
-    """Build the site from content/ into out/ and return a one-line report."""
+def build_site(content: Path, out: Path, templates: Path | None = None, jobs: int | None = None, progress: Progress | None = None) -> str:
+    """Build the site from content/ into out/ and return a one-line report.
+
+    Pages are rendered by `jobs` worker processes (default: one per core); `progress`
+    shows how far a long build is on a terminal.
+    """
     from sitegen.content_pages import load_pages
 
     started = time.perf_counter()
+    progress = progress or Progress()
     templates = templates or DEFAULT_TEMPLATES
-    bundles = [bundle for _, bundle in load_bundles(runs_folder(content))]
+    runs = runs_folder(content)
+    code = code_digest(templates)
+    progress.start("reading bundles", count_files(runs))
+    entries = scan(runs, read_cache(out, code), progress.advance)
     site = Site(
-        bundles=bundles,
-        summaries=[summarize(b) for b in bundles],
+        entries=entries,
         pages=load_pages(content / "pages") if (content / "pages").is_dir() else [],
-        pairs=compare.related_pairs(bundles),
+        pairs=compare.related_pairs(entries, keys=lambda e: e.keys),
         env=make_environment(templates),
-        code=code_digest(templates),
+        code=code,
     )
     with staged(out, [content / "runs", content / "pages", templates]) as (stage, plan):
-        partners = _partners(site.pairs)
-        for bundle in bundles:
-            write_run(stage, site, plan, bundle, partners.get(bundle.id, []))
-        for a, b, why in site.pairs:
-            write_compare(stage, site, plan, a, b, why)
+        tasks = plan_pages(site, plan)
+        progress.start("rendering pages", len(tasks))
+        render_pages(stage, Renderer(site, stage), tasks, jobs or cpu_count(), progress)
         write_listings(stage, site, plan)
         write_content_pages(stage, site)
         write_downloads(stage, site)
         copy_static(stage, templates / "static")
+        stage.write(CACHE_FILE, encode_cache(entries, code))
+        progress.close()
     seconds = time.perf_counter() - started
     rendered = len(plan.keys) - plan.reused
     return (
-        f"built {plural(len(bundles), 'run')} and {plural(len(site.pairs), 'comparison')} into {out}/ in {seconds:.2f} s "
+        f"built {plural(len(entries), 'run')} and {plural(len(site.pairs), 'comparison')} into {out}/ in {seconds:.2f} s "
         f"({rendered} pages rendered, {plan.reused} unchanged and reused)"
     )
+
+
+def cpu_count() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def runs_folder(content: Path) -> Path:
@@ -119,31 +119,130 @@ def runs_folder(content: Path) -> Path:
     return runs
 
 
-def _partners(pairs: list[tuple[Bundle, Bundle, str]]) -> dict[str, list[tuple[str, str, str]]]:
+def _partners(pairs: list[tuple[RunEntry, RunEntry, str]]) -> dict[str, list[tuple[str, str, str]]]:
     """For each run, its comparison pages as (slug, other run's title, reason)."""
     found: dict[str, list[tuple[str, str, str]]] = {}
     for a, b, why in pairs:
         slug = compare.compare_slug(a, b)
-        found.setdefault(a.id, []).append((slug, runview.title(b), why))
-        found.setdefault(b.id, []).append((slug, runview.title(a), why))
+        found.setdefault(a.id, []).append((slug, b.title, why))
+        found.setdefault(b.id, []).append((slug, a.title, why))
     return found
 
 
-def write_run(stage: Stage, site: Site, plan: Publication, bundle: Bundle, partners: list) -> None:
-    """A run's folder: the page, its plain text, bundle.json, measurements.csv and picker data."""
-    folder = run_dir(bundle.id)
-    context = {**site.context(), "partners": partners}
-    key = digest(site.code, site.fingerprint(bundle), site.context_key(), json.dumps(partners))
-    if plan.unchanged(folder, key):
+# A page to render: ("run", bundle path, partners) or ("compare", baseline path, other path, reason).
+Task = tuple
+
+
+def plan_pages(site: Site, plan: Publication) -> list[Task]:
+    """The run folders and comparison pages whose inputs changed, each run followed by the
+    comparisons it is the baseline of (so a worker reuses the bundle it just read)."""
+    partners = _partners(site.pairs)
+    baseline_of: dict[str, list[tuple[RunEntry, RunEntry, str]]] = {}
+    for pair in site.pairs:
+        baseline_of.setdefault(pair[0].id, []).append(pair)
+    tasks: list[Task] = []
+    for entry in site.entries:
+        mine = partners.get(entry.id, [])
+        key = digest(site.code, entry.fingerprint, site.context_key(), json.dumps(mine))
+        if not plan.unchanged(run_dir(entry.id), key):
+            tasks.append(("run", entry.path, mine))
+        for a, b, why in baseline_of.get(entry.id, []):
+            key = digest(site.code, a.fingerprint, b.fingerprint, why, site.context_key())
+            if not plan.unchanged(compare_file(compare.compare_slug(a, b)), key):
+                tasks.append(("compare", a.path, b.path, why))
+    return tasks
+
+
+class Renderer:
+    """Renders run folders and comparison pages into the stage, in this process or a worker.
+
+    It keeps the last few runs' bundles and rendered decode sections, since a run's comparisons
+    follow its page; memory stays bounded whatever the number of runs.
+    """
+
+    KEEP = 32
+
+    def __init__(self, site: Site, stage: Stage) -> None:
+        self.env = site.env
+        self.context = site.context()
+        self.stage = stage
+        self.loaded: OrderedDict[str, tuple[Bundle, runview.RunView, dict[bool, Markup]]] = OrderedDict()
+
+    def render(self, task: Task) -> list[str]:
+        """Render one task into the stage; returns the site paths it wrote."""
+        before = len(self.stage.written)
+        if task[0] == "run":
+            self.run(*task[1:])
+        else:
+            self.compare(*task[1:])
+        return self.stage.written[before:]
+
+    def load(self, path: str) -> tuple[Bundle, runview.RunView, dict[bool, Markup]]:
+        """A bundle, its view and its decode sections by compactness, read once while recent."""
+        if path in self.loaded:
+            self.loaded.move_to_end(path)
+        else:
+            bundle = load_bundle(Path(path))
+            self.loaded[path] = (bundle, runview.run_view(bundle), {})
+            if len(self.loaded) > self.KEEP:
+                self.loaded.popitem(last=False)
+        return self.loaded[path]
+
+    def decode_block(self, path: str, compact: bool = False) -> Markup:
+        """A run's rendered Sustained decode section (`_decode.html`); `compact` leaves out the
+        TTFT lines so two matrices fit side by side."""
+        _, view, blocks = self.load(path)
+        if compact not in blocks:
+            blocks[compact] = Markup(self.env.get_template("_decode.html").render(view=view, compact=compact))
+        return blocks[compact]
+
+    def run(self, path: str, partners: list) -> None:
+        """A run's folder: the page, its plain text, bundle.json, measurements.csv and picker data."""
+        bundle, view, _ = self.load(path)
+        folder = run_dir(bundle.id)
+        figures = {name: charts.figure_script_json(fig) for name, fig in charts.run_figures(bundle).items()}
+        page_context = {**self.context, "partners": partners, "figures": figures, "decode_block": self.decode_block(path)}
+        self.stage.write(folder + "index.html", render_run_page(self.env, bundle, view, page_context))
+        self.stage.write(folder + "index.txt", render_text(view))
+        self.stage.write(folder + "bundle.json", encode_bundle(bundle))
+        self.stage.write(folder + "measurements.csv", exports.measurements_csv(bundle))
+        self.stage.write(folder + "picker.js", _picker_script(bundle, view))
+
+    def compare(self, path_a: str, path_b: str, why: str) -> None:
+        """A build-time comparison page: both matrices, the ratio matrix and what differs."""
+        (a, view_a, _), (b, view_b, _) = self.load(path_a), self.load(path_b)
+        html = self.env.get_template("compare.html").render(
+            urls=Urls(1), a=a, b=b, why=why, view_a=view_a, view_b=view_b,
+            decode_a=self.decode_block(path_a, compact=True), decode_b=self.decode_block(path_b, compact=True),
+            ratios=compare_rows(a, b), diffs=compare.field_diffs(a, b), **self.context,
+        )
+        self.stage.write(compare_file(compare.compare_slug(a, b)), html)
+
+
+_WORKER: Renderer | None = None  # the renderer a forked worker inherits
+
+
+def _render_in_worker(task: Task) -> list[str]:
+    assert _WORKER is not None
+    return _WORKER.render(task)
+
+
+def render_pages(stage: Stage, renderer: Renderer, tasks: list[Task], jobs: int, progress: Progress) -> None:
+    """Render every task, across `jobs` forked processes when there are enough of them."""
+    global _WORKER
+    if jobs <= 1 or len(tasks) < PARALLEL_MIN or "fork" not in multiprocessing.get_all_start_methods():
+        for task in tasks:
+            renderer.render(task)
+            progress.advance()
         return
-    view = site.view(bundle)
-    figures = {name: charts.figure_script_json(fig) for name, fig in charts.run_figures(bundle).items()}
-    page_context = {**context, "figures": figures, "decode_block": site.decode_block(bundle)}
-    stage.write(folder + "index.html", render_run_page(site.env, bundle, view, page_context))
-    stage.write(folder + "index.txt", render_text(view))
-    stage.write(folder + "bundle.json", encode_bundle(bundle))
-    stage.write(folder + "measurements.csv", exports.measurements_csv(bundle))
-    stage.write(folder + "picker.js", _picker_script(bundle, view))
+    _WORKER = renderer
+    try:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            for written in pool.imap_unordered(_render_in_worker, tasks, chunksize=WORKER_CHUNK):
+                stage.written += written
+                progress.advance()
+    finally:
+        _WORKER = None
 
 
 def _picker_script(bundle: Bundle, view: runview.RunView) -> str:
@@ -165,20 +264,6 @@ def _picker_script(bundle: Bundle, view: runview.RunView) -> str:
     return "window.speedMatrixRun(" + charts.figure_script_json(record) + ");\n"
 
 
-def write_compare(stage: Stage, site: Site, plan: Publication, a: Bundle, b: Bundle, why: str) -> None:
-    """A build-time comparison page: both matrices, the ratio matrix and what differs."""
-    path = compare_file(compare.compare_slug(a, b))
-    key = digest(site.code, site.fingerprint(a), site.fingerprint(b), why, site.context_key())
-    if plan.unchanged(path, key):
-        return
-    template = site.env.get_template("compare.html")
-    html = template.render(
-        urls=Urls(1), a=a, b=b, why=why, view_a=site.view(a), view_b=site.view(b), decode_a=site.decode_block(a, compact=True), decode_b=site.decode_block(b, compact=True),
-        ratios=compare_rows(a, b), diffs=compare.field_diffs(a, b), **site.context(),
-    )
-    stage.write(path, html)
-
-
 def compare_rows(a: Bundle, b: Bundle) -> list[dict]:
     """The ratio matrix as display rows: "1.23×" and a direction class per cell."""
     from sitegen import formats as f
@@ -196,32 +281,59 @@ def compare_rows(a: Bundle, b: Bundle) -> list[dict]:
 
 
 def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
-    """The index, one page per model and per GPU, and the compare picker."""
+    """The index, one page per model and per GPU, the compare picker and the data chunks they share.
+
+    Each listing renders its first screen of rows; its script loads the chunks to search, filter
+    and sort every run.
+    """
     index = site.env.get_template("index.html")
     context = site.context()
-    models = _groups(site.summaries, lambda s: (s.model_slug, s.model))
-    gpus = _groups(site.summaries, lambda s: (s.gpu_slug, s.gpu) if s.gpu_slug else None)
+    ordered = newest_first(site.summaries)
+    chunks = chunk_scripts(ordered)
+    for path, script in chunks:
+        stage.write(path, script)
+    models = _groups(ordered, lambda s: (s.model_slug, s.model))
+    gpus = _groups(ordered, lambda s: (s.gpu_slug, s.gpu) if s.gpu_slug else None)
     urls = Urls(0)
     links = [
         {"label": "Models", "entries": [Link(urls.model(slug), name) for slug, (name, _) in models.items()]},
         {"label": "GPUs", "entries": [Link(urls.gpu(slug), name) for slug, (name, _) in gpus.items()]},
     ]
     stage.write("index.html", index.render(
-        urls=urls, heading="Speed test matrices", lead=_lead(site.summaries), rows=newest_first(site.summaries),
-        columns=COLUMNS, facets=facets(site.summaries), links=links, compare_url=urls.to("compare/"),
-        figure=charts.figure_script_json(charts.index_figure(site.bundles)) if site.bundles else None, **context,
+        urls=urls, heading="Speed test matrices", lead=_lead(ordered), rows=first_screen(ordered), total=len(ordered),
+        chunks=chunk_urls(urls, len(chunks)), scope="", columns=COLUMNS, facets=facets(ordered), links=links,
+        compare_url=urls.to("compare/"), unplotted=[s.model for s in ordered if s.gpu_count is None],
+        **_index_figure(site), **context,
     ))
-    for kind, groups, folder_of in (("Model", models, model_dir), ("GPU", gpus, gpu_dir)):
+    for kind, field, groups, folder_of in (("Model", "model_slug", models, model_dir), ("GPU", "gpu_slug", gpus, gpu_dir)):
         for slug, (name, members) in groups.items():
-            key = digest(site.code, site.context_key(), name, msgspec.json.encode(members))
+            key = digest(site.code, site.context_key(), name, msgspec.json.encode(members), str(len(chunks)))
             if plan.unchanged(folder_of(slug), key):
                 continue
+            group_urls = Urls(2)
             stage.write(folder_of(slug) + "index.html", index.render(
-                urls=Urls(2), heading=f"{name}", lead=f"{kind}: every run of {name}. {_lead(members)}",
-                rows=newest_first(members), columns=COLUMNS, facets=[], links=[], compare_url=None, figure=None, **context,
+                urls=group_urls, heading=f"{name}", lead=f"{kind}: every run of {name}. {_lead(members)}",
+                rows=first_screen(members), total=len(members), chunks=chunk_urls(group_urls, len(chunks)), scope=f"{field}:{slug}",
+                columns=COLUMNS, facets=[], links=[], compare_url=None, unplotted=[], figure=None, figure_caption="", **context,
             ))
     picker = site.env.get_template("picker.html")
-    stage.write("compare/index.html", picker.render(urls=Urls(1), rows=newest_first(site.summaries), **context))
+    picker_urls = Urls(1)
+    stage.write("compare/index.html", picker.render(urls=picker_urls, total=len(ordered), chunks=chunk_urls(picker_urls, len(chunks)), **context))
+
+
+def _index_figure(site: Site) -> dict[str, str | None]:
+    """The index chart and its caption: every cell of every run while there are few runs, else a
+    frontier line per GPU type, whose size grows with GPU types, not with runs."""
+    if not site.entries:
+        return {"figure": None, "figure_caption": ""}
+    if len(site.entries) <= charts.MAX_RUN_TRACES:
+        figure = charts.index_figure([e.bundle() for e in site.entries])
+        caption = "Every measured decode cell of every run; the line marks the frontier: the most tok/s per GPU at each speed a user sees."
+    else:
+        figure = charts.frontier_figure([(e.title, e.summary.gpu, e.frontier) for e in site.entries])
+        caption = ("For each GPU type, the frontier of its runs: the most tok/s per GPU at each speed a user sees; "
+                   "the dotted line is the frontier over all of them. Hover a point for its run and cell.")
+    return {"figure": charts.figure_script_json(figure), "figure_caption": caption}
 
 
 def _groups(summaries: list[RunSummary], key) -> dict[str, tuple[str, list[RunSummary]]]:
@@ -253,12 +365,14 @@ def write_content_pages(stage: Stage, site: Site) -> None:
 
 
 def write_downloads(stage: Stage, site: Site) -> None:
-    """Site-wide data: runs.json, runs.csv, the bundle schema and the Atom feed."""
+    """Site-wide data: runs.json, runs.csv, the bundle schema and the Atom feed of the newest runs."""
     stage.write("runs.json", exports.runs_json(site.summaries))
     stage.write("runs.csv", exports.runs_csv(site.summaries))
     stage.write("schema/bundle.schema.json", json.dumps(bundle_json_schema(), indent=2, sort_keys=True) + "\n")
-    newest = max((b.measured_at for b in site.bundles if b.measured_at), default=_EPOCH)
-    stage.write("feed.xml", exports.atom_feed(site.bundles, None, newest))
+    newest = max((e.measured_at for e in site.entries if e.measured_at), default=_EPOCH)
+    by_id = {e.id: e for e in site.entries}
+    feed_runs = [by_id[s.id].bundle() for s in newest_first(site.summaries)[:FEED_RUNS]]
+    stage.write("feed.xml", exports.atom_feed(feed_runs, None, newest))
 
 
 def copy_static(stage: Stage, static: Path) -> None:

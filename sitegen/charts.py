@@ -236,9 +236,30 @@ def index_figure(bundles: list[Bundle]) -> Figure:
     )
 
 
+def frontier_figure(runs: list[tuple[str, str | None, list[Point]]]) -> Figure:
+    """The index chart of a large site: a frontier line per GPU type, and the overall frontier.
+
+    `runs` are (title, GPU, the run's own frontier points): the frontier of a GPU's runs is the
+    frontier of their frontiers, so the chart's size grows with GPU types, not with runs or cells.
+    """
+    by_gpu: dict[str, list[Point]] = {}
+    for name, gpu, points in runs:
+        shown = label(name)
+        by_gpu.setdefault(label(gpu or "unknown GPU"), []).extend(p._replace(text=f"{shown}<br>{p.text}") for p in points)
+    fronts = {gpu: pareto_frontier(points) for gpu, points in sorted(by_gpu.items())}
+    data = [scatter_trace(gpu, points, mode="lines+markers") for gpu, points in fronts.items()]
+    overall = pareto_frontier([p for points in fronts.values() for p in points])
+    data.append(scatter_trace("Pareto frontier", overall, mode="lines", line={"color": TEXT_GREY, "dash": "dot"}))
+    return figure(data, axis("tok/s per user", rangemode="tozero"), axis("tok/s per GPU", rangemode="tozero"))
+
+
 def figure_script_json(fig: Figure) -> str:
     """Compact JSON with sorted keys, safe inside <script type="application/json"> (no <, >, &, U+2028/9)."""
-    text = json.dumps(fig, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return script_safe(json.dumps(fig, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False))
+
+
+def script_safe(text: str) -> str:
+    """JSON text made safe inside a script element: <, >, & and U+2028/9 as escapes."""
     for raw, escaped in _SCRIPT_ESCAPES:  # str.replace runs in C; translate with a dict is far slower
         text = text.replace(raw, escaped)
     return text

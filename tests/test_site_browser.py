@@ -32,6 +32,8 @@ def _guard(page, base: str) -> list[str]:
 
 
 def _column(page, index: int) -> list[str]:
+    """One column's sort values, once the listing has drawn what was asked (it may load its data first)."""
+    page.wait_for_selector("#runs-table:not([aria-busy=true])", state="attached")
     return page.eval_on_selector_all(
         "#runs-table tbody tr:not([hidden])", f"rows => rows.map(r => r.cells[{index}].getAttribute('data-value'))"
     )
@@ -128,6 +130,7 @@ def test_picker_page_lets_a_reader_add_runs_and_ignores_duplicates(page, site_se
     page.goto(site_server + "index.html")
     first = page.locator("#runs-table input[name=compare]").nth(0).get_attribute("value")
     page.goto(site_server + f"compare/index.html#runs={first},{first}")
+    page.wait_for_selector("#picker-form[aria-busy=false]")
     assert page.locator(".compared-run").count() == 0
     assert "Choose at least two different runs" in page.inner_text("#picker")
     assert page.locator("#picker-compare").is_disabled()
@@ -162,6 +165,7 @@ def test_picker_says_when_two_runs_share_no_cell_and_when_too_many_are_chosen(pa
         page.wait_for_selector(".compared-run")
         assert "No cell has a value in both runs" in page.inner_text("#picker")
         assert page.locator("table.ratio").count() == 0
+        page.wait_for_selector("#picker-form[aria-busy=false]")
         for box in page.locator("#picker-form input[name=run]").all():
             box.check()
         assert page.locator("#picker-compare").is_disabled()
