@@ -17,7 +17,7 @@ from markupsafe import Markup
 from runner.schema import Bundle, bundle_json_schema, encode_bundle
 from sitegen import charts, compare, exports, runview
 from sitegen.cache import code_digest, digest
-from sitegen.catalog import CACHE_FILE, RunEntry, count_files, encode_cache, read_cache, scan
+from sitegen.catalog import CACHE_FILE, RunEntry, count_files, encode_cache, read_cache, related_pairs, scan
 from sitegen.errors import InputError
 from sitegen.index_view import COLUMNS, chunk_scripts, chunk_urls, facets, first_screen, newest_first
 from sitegen.loader import load_bundle
@@ -33,7 +33,7 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 FEED_RUNS = 100  # the feed carries the newest runs only: readers want what is new, not the archive
 PARALLEL_MIN = 64  # pages below which rendering stays in this process (starting workers costs more)
-WORKER_CHUNK = 16  # render tasks a worker takes at a time; consecutive tasks share bundles
+WORKER_CHUNK = 64  # render tasks a worker takes at a time; consecutive tasks share bundles
 
 
 class Link(msgspec.Struct, frozen=True):
@@ -49,6 +49,7 @@ class Site(msgspec.Struct, kw_only=True):
     pairs: list[tuple[RunEntry, RunEntry, str]]
     env: jinja2.Environment
     code: str
+    shared_key: str = ""
 
     @property
     def summaries(self) -> list[RunSummary]:
@@ -58,9 +59,12 @@ class Site(msgspec.Struct, kw_only=True):
         """Template values every page shares."""
         return {"nav_pages": self.pages}
 
+    @property
     def context_key(self) -> str:
-        """What of the shared values an output's key must cover."""
-        return json.dumps([(p.slug, p.title) for p in self.pages])
+        """What of the shared values an output's key must cover (computed once: every output asks)."""
+        if not self.shared_key:
+            self.shared_key = json.dumps([(p.slug, p.title) for p in self.pages])
+        return self.shared_key
 
 
 def build_site(content: Path, out: Path, templates: Path | None = None, jobs: int | None = None, progress: Progress | None = None) -> str:
@@ -77,11 +81,12 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
     runs = runs_folder(content)
     code = code_digest(templates)
     progress.start("reading bundles", count_files(runs))
-    entries = scan(runs, read_cache(out, code), progress.advance)
+    cache = read_cache(out, code)
+    entries = scan(runs, cache.by_path(), progress.advance)
     site = Site(
         entries=entries,
         pages=load_pages(content / "pages") if (content / "pages").is_dir() else [],
-        pairs=compare.related_pairs(entries, keys=lambda e: e.keys),
+        pairs=related_pairs(entries, cache),
         env=make_environment(templates),
         code=code,
     )
@@ -93,7 +98,7 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
         write_content_pages(stage, site)
         write_downloads(stage, site)
         copy_static(stage, templates / "static")
-        stage.write(CACHE_FILE, encode_cache(entries, code))
+        stage.write(CACHE_FILE, encode_cache(entries, site.pairs, code))
         progress.close()
     seconds = time.perf_counter() - started
     rendered = len(plan.keys) - plan.reused
@@ -134,20 +139,24 @@ Task = tuple
 
 
 def plan_pages(site: Site, plan: Publication) -> list[Task]:
-    """The run folders and comparison pages whose inputs changed, each run followed by the
-    comparisons it is the baseline of (so a worker reuses the bundle it just read)."""
+    """The run folders and comparison pages whose inputs changed.
+
+    Runs come by model, then date, each followed by the comparisons it is the baseline of: a
+    run's partners are mostly its model's runs nearest in time, so a worker taking tasks in
+    order finds both bundles of a comparison among those it has just read.
+    """
     partners = _partners(site.pairs)
     baseline_of: dict[str, list[tuple[RunEntry, RunEntry, str]]] = {}
     for pair in site.pairs:
         baseline_of.setdefault(pair[0].id, []).append(pair)
     tasks: list[Task] = []
-    for entry in site.entries:
+    for entry in sorted(site.entries, key=lambda e: (e.keys.model, e.measured_at or _EPOCH, e.id)):
         mine = partners.get(entry.id, [])
-        key = digest(site.code, entry.fingerprint, site.context_key(), json.dumps(mine))
+        key = digest(site.code, entry.fingerprint, site.context_key, json.dumps(mine))
         if not plan.unchanged(run_dir(entry.id), key):
             tasks.append(("run", entry.path, mine))
         for a, b, why in baseline_of.get(entry.id, []):
-            key = digest(site.code, a.fingerprint, b.fingerprint, why, site.context_key())
+            key = digest(site.code, a.fingerprint, b.fingerprint, why, site.context_key)
             if not plan.unchanged(compare_file(compare.compare_slug(a, b)), key):
                 tasks.append(("compare", a.path, b.path, why))
     return tasks
@@ -160,7 +169,7 @@ class Renderer:
     follow its page; memory stays bounded whatever the number of runs.
     """
 
-    KEEP = 32
+    KEEP = 64
 
     def __init__(self, site: Site, stage: Stage) -> None:
         self.env = site.env
@@ -289,7 +298,8 @@ def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
     index = site.env.get_template("index.html")
     context = site.context()
     ordered = newest_first(site.summaries)
-    chunks = chunk_scripts(ordered)
+    records = {e.id: e.record for e in site.entries}
+    chunks = chunk_scripts([records[s.id] for s in ordered])
     for path, script in chunks:
         stage.write(path, script)
     models = _groups(ordered, lambda s: (s.model_slug, s.model))
@@ -307,7 +317,7 @@ def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
     ))
     for kind, field, groups, folder_of in (("Model", "model_slug", models, model_dir), ("GPU", "gpu_slug", gpus, gpu_dir)):
         for slug, (name, members) in groups.items():
-            key = digest(site.code, site.context_key(), name, msgspec.json.encode(members), str(len(chunks)))
+            key = digest(site.code, site.context_key, name, msgspec.json.encode(members), str(len(chunks)))
             if plan.unchanged(folder_of(slug), key):
                 continue
             group_urls = Urls(2)

@@ -21,6 +21,7 @@ from runner.schema import Bundle
 from sitegen import charts, compare, runview
 from sitegen.cache import digest
 from sitegen.errors import InputError, InputErrors
+from sitegen.index_view import run_record
 from sitegen.loader import load_bundle
 from sitegen.summary import RunSummary, summarize
 
@@ -37,6 +38,7 @@ class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
     summary: RunSummary
     keys: compare.Keys
     frontier: list[charts.Point]
+    record: bytes = b""  # the run's JSON record for the listings' data chunks (index_view.run_record)
 
     @property
     def id(self) -> str:
@@ -51,21 +53,30 @@ class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
         return load_bundle(Path(self.path))
 
 
-class _Cache(msgspec.Struct):
+class Cache(msgspec.Struct):
+    """What the previous build read: its entries, and the comparison pairs chosen among them (by id)."""
+
     code: str
     entries: list[RunEntry]
+    relations: str = ""
+    pairs: list[tuple[str, str, str]] = []
+
+    def by_path(self) -> dict[str, RunEntry]:
+        return {e.path: e for e in self.entries}
 
 
 def entry_of(path: Path, stamp: tuple[int, int, int], bundle: Bundle) -> RunEntry:
     """The record of one decoded bundle."""
+    summary = summarize(bundle)
     return RunEntry(
         path=str(path),
         stamp=stamp,
         title=runview.title(bundle),
         fingerprint=digest(msgspec.json.encode(bundle)),
-        summary=summarize(bundle),
+        summary=summary,
         keys=compare.keys_of(bundle),
         frontier=charts.pareto_frontier(charts.run_points(bundle)),
+        record=msgspec.json.encode(run_record(summary)),
     )
 
 
@@ -75,18 +86,33 @@ def stamp_of(path: Path) -> tuple[int, int, int]:
     return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def read_cache(out: Path, code: str) -> dict[str, RunEntry]:
-    """The previous build's entries by path, or none when missing, unreadable or from other code."""
+def read_cache(out: Path, code: str) -> Cache:
+    """The previous build's cache; an empty one when missing, unreadable or from other code."""
     try:
-        cache = msgspec.msgpack.decode((out / CACHE_FILE).read_bytes(), type=_Cache)
+        cache = msgspec.msgpack.decode((out / CACHE_FILE).read_bytes(), type=Cache)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-        return {}
-    return {e.path: e for e in cache.entries} if cache.code == code else {}
+        return Cache(code, [])
+    return cache if cache.code == code else Cache(code, [])
 
 
-def encode_cache(entries: list[RunEntry], code: str) -> bytes:
-    """The entries for the next build's read_cache."""
-    return msgspec.msgpack.encode(_Cache(code, entries))
+def relations_digest(entries: list[RunEntry]) -> str:
+    """A hash of what decides the comparison pairs: each run's id, keys and date."""
+    return digest(msgspec.msgpack.encode([(e.id, e.keys, e.measured_at) for e in entries]))
+
+
+def related_pairs(entries: list[RunEntry], cache: Cache) -> list[tuple[RunEntry, RunEntry, str]]:
+    """compare.related_pairs over the entries, reused from the cache while no run's id, keys or date
+    changed (a run measured again with new figures changes none of them)."""
+    if cache.relations and cache.relations == relations_digest(entries):
+        by_id = {e.id: e for e in entries}
+        return [(by_id[a], by_id[b], why) for a, b, why in cache.pairs]
+    return compare.related_pairs(entries, keys=lambda e: e.keys)
+
+
+def encode_cache(entries: list[RunEntry], pairs: list[tuple[RunEntry, RunEntry, str]], code: str) -> bytes:
+    """This build's entries and pairs, for the next build's read_cache."""
+    ids = [(a.id, b.id, why) for a, b, why in pairs]
+    return msgspec.msgpack.encode(Cache(code, entries, relations_digest(entries), ids))
 
 
 def scan(folder: Path, cached: dict[str, RunEntry], tick: Callable[[], None] = lambda: None) -> list[RunEntry]:

@@ -143,15 +143,15 @@ def chunk_file(index: int) -> str:
     return f"data/runs-{index}.js"
 
 
-def chunk_scripts(ordered: list[RunSummary]) -> list[tuple[str, str]]:
-    """The data chunks, as (site path, script), records in the listings' default order.
+def chunk_scripts(records: list[bytes]) -> list[tuple[str, str]]:
+    """The data chunks, as (site path, script), of runs' JSON records in the listings' default order.
 
     Each script hands its records to the page (script tags load from file://, unlike fetch).
     """
     chunks = []
-    for index, start in enumerate(range(0, len(ordered), CHUNK_RUNS) or [0]):
-        records = script_safe(msgspec.json.encode([run_record(s) for s in ordered[start:start + CHUNK_RUNS]]).decode())
-        chunks.append((chunk_file(index), f"window.speedMatrixRuns({index},{records});\n"))
+    for index, start in enumerate(range(0, len(records), CHUNK_RUNS) or [0]):
+        joined = script_safe(b",".join(records[start:start + CHUNK_RUNS]).decode())
+        chunks.append((chunk_file(index), f"window.speedMatrixRuns({index},[{joined}]);\n"))
     return chunks
 
 
