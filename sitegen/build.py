@@ -386,8 +386,7 @@ def write_downloads(stage: Stage, site: Site) -> None:
 
 
 def copy_static(stage: Stage, static: Path) -> None:
-    """The stylesheet and scripts of the templates folder, and plotly.js from the installed package."""
+    """The stylesheet and scripts of the templates folder, plotly.js among them."""
     for source in sorted(static.rglob("*")):
         if source.is_file():
             stage.copy("static/" + source.relative_to(static).as_posix(), source)
-    stage.copy("static/plotly.min.js", charts.plotly_js_source())

@@ -39,7 +39,7 @@ def test_site_has_every_download(built_site: Path) -> None:
     assert "Bundle" in json.dumps(schema)
     feed = ET.parse(built_site / "feed.xml").getroot()
     assert len(feed.findall("{http://www.w3.org/2005/Atom}entry")) == 3
-    assert (built_site / "static" / "plotly.min.js").stat().st_size > 1_000_000
+    assert (built_site / "static" / "plotly-basic.min.js").stat().st_size > 1_000_000
 
 
 def test_same_content_builds_a_byte_identical_site(tmp_path: Path) -> None:
