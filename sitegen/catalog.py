@@ -118,8 +118,7 @@ def encode_cache(entries: list[RunEntry], pairs: list[tuple[RunEntry, RunEntry, 
 def scan(folder: Path, cached: dict[str, RunEntry], tick: Callable[[], None] = lambda: None) -> list[RunEntry]:
     """An entry per `*.json` in folder, sorted by file name, decoding only files not in the cache.
 
-    Every file's error is collected before failing, as load_bundles does, and an id used twice
-    names both files.
+    Every file's error is collected before failing, and an id used twice names both files.
     """
     errors: list[InputError] = []
     entries: list[RunEntry] = []

@@ -6,6 +6,7 @@ import datetime as dt
 import functools
 import shlex
 from collections.abc import Callable, Iterable
+from typing import Protocol, TypeVar
 
 import msgspec
 
@@ -24,6 +25,19 @@ OTHER_MODEL = "Same hardware, another model"
 # Most comparable first: a pair's reason decides its rank among a run's candidates.
 REASON_RANK = (OTHER_ENGINE, SAME_SETUP, OTHER_HARDWARE, OTHER_MODEL)
 _EPOCH = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+
+
+class Dated(Protocol):
+    """A run as pairing needs it: a bundle, or the build's small record of one (catalog.RunEntry)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def measured_at(self) -> dt.datetime | None: ...
+
+
+R = TypeVar("R", bound=Dated)
 
 
 class RatioCell(msgspec.Struct, frozen=True):
@@ -77,38 +91,38 @@ def relation_of(a: Keys, b: Keys) -> str | None:
     return OTHER_MODEL if same_hardware else None
 
 
-def baseline_first(a, b):
+def baseline_first(a: R, b: R) -> tuple[R, R]:
     """Order a pair (of bundles or run entries) so the earlier measured run (undated first, then by id) is the baseline."""
     pair = sorted((a, b), key=_when)
     return pair[0], pair[1]
 
 
-def compare_slug(a, b) -> str:
+def compare_slug(a: Dated, b: Dated) -> str:
     """The folder name of the comparison page of a (baseline) and b."""
     return f"{a.id}-vs-{b.id}"
 
 
-def _when(run) -> tuple[dt.datetime, str]:
+def _when(run: Dated) -> tuple[dt.datetime, str]:
     """Time order within a group: measured date (undated first), then id."""
     return (run.measured_at or _EPOCH, run.id)
 
 
-def _gap(a, b) -> float:
+def _gap(a: Dated, b: Dated) -> float:
     """Seconds between two runs' measurements (undated runs count as measured at the epoch)."""
     return abs(((a.measured_at or _EPOCH) - (b.measured_at or _EPOCH)).total_seconds())
 
 
-def _candidates(runs: list, keys: dict[str, Keys]) -> dict[str, dict[str, object]]:
+def _candidates(runs: list[R], keys: dict[str, Keys]) -> dict[str, dict[str, R]]:
     """Each run's candidate partners: its NEIGHBOURS nearest in time in each group it belongs to
     (same model; same hardware; same model and hardware), so the search stays linear in runs."""
-    groups: dict[tuple, list] = {}
+    groups: dict[tuple, list[R]] = {}
     for run in runs:
         mine = keys[run.id]
         groups.setdefault(("model", mine.model), []).append(run)
         if mine.hardware is not None:
             groups.setdefault(("hardware", mine.hardware), []).append(run)
             groups.setdefault(("setup", mine.model, mine.hardware), []).append(run)
-    found: dict[str, dict[str, object]] = {run.id: {} for run in runs}
+    found: dict[str, dict[str, R]] = {run.id: {} for run in runs}
     for members in groups.values():
         members.sort(key=_when)
         for i, run in enumerate(members):
@@ -118,7 +132,7 @@ def _candidates(runs: list, keys: dict[str, Keys]) -> dict[str, dict[str, object
     return found
 
 
-def related_pairs(runs: Iterable, limit: int = PARTNER_LIMIT, keys: Callable[[object], Keys] = keys_of) -> list[tuple]:
+def related_pairs(runs: Iterable[R], limit: int = PARTNER_LIMIT, keys: Callable[[R], Keys] = keys_of) -> list[tuple[R, R, str]]:
     """Pairs worth a comparison page, each run in at most `limit` of them; baseline first, ordered by slug.
 
     A run's partners are its closest related runs: the most comparable reason first (another engine on
@@ -129,7 +143,7 @@ def related_pairs(runs: Iterable, limit: int = PARTNER_LIMIT, keys: Callable[[ob
     keyed = {run.id: keys(run) for run in runs}
     candidates = _candidates(runs, keyed)
     partners: dict[str, int] = {r.id: 0 for r in runs}
-    pairs: dict[str, tuple] = {}
+    pairs: dict[str, tuple[R, R, str]] = {}
     for run in runs:
         mine = keyed[run.id]
         found = [(other, why) for other in candidates[run.id].values() if (why := relation_of(mine, keyed[other.id]))]

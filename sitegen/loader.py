@@ -11,7 +11,7 @@ import msgspec
 
 from runner.redact import redact
 from runner.schema import Bundle, decode_bundle
-from sitegen.errors import InputError, InputErrors
+from sitegen.errors import InputError
 
 T = TypeVar("T")
 
@@ -84,27 +84,6 @@ def load_bundle(path: Path) -> Bundle:
     except OSError as exc:
         raise InputError(path, None, f"cannot read: {exc.strerror}") from None
     return decode_bundle_file(path, data)
-
-
-def load_bundles(folder: Path) -> list[tuple[Path, Bundle]]:
-    """Every `*.json` bundle in folder, sorted by file name; all errors are collected first."""
-    errors: list[InputError] = []
-    loaded: list[tuple[Path, Bundle]] = []
-    seen: dict[str, Path] = {}
-    for path in sorted(folder.glob("*.json")):
-        try:
-            bundle = load_bundle(path)
-        except InputError as exc:
-            errors.append(exc)
-            continue
-        if bundle.id in seen:
-            errors.append(InputError(path, "$.id", f"id {bundle.id!r} is already used by {seen[bundle.id]}"))
-            continue
-        seen[bundle.id] = path
-        loaded.append((path, bundle))
-    if errors:
-        raise InputErrors(errors)
-    return loaded
 
 
 def check_bundle(bundle: Bundle, path: Path) -> None:
