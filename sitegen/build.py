@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
 import multiprocessing
 import os
@@ -83,6 +84,7 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
     progress.start("reading bundles", count_files(runs))
     cache = read_cache(out, code)
     entries = scan(runs, cache.by_path(), progress.advance)
+    gc.freeze()  # the run records live to the end: keep the collector (and forked workers' pages) off them
     site = Site(
         entries=entries,
         pages=load_pages(content / "pages") if (content / "pages").is_dir() else [],
@@ -96,10 +98,11 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
         render_pages(stage, Renderer(site, stage), tasks, jobs or cpu_count(), progress)
         write_listings(stage, site, plan)
         write_content_pages(stage, site)
-        write_downloads(stage, site)
+        write_downloads(stage, site, plan)
         copy_static(stage, templates / "static")
         stage.write(CACHE_FILE, encode_cache(entries, site.pairs, code))
         progress.close()
+    gc.unfreeze()
     seconds = time.perf_counter() - started
     rendered = len(plan.keys) - plan.reused
     return (
@@ -374,15 +377,19 @@ def write_content_pages(stage: Stage, site: Site) -> None:
         stage.write(page_dir(page.slug) + "index.html", template.render(urls=Urls(1), page=page, **site.context()))
 
 
-def write_downloads(stage: Stage, site: Site) -> None:
-    """Site-wide data: runs.json, runs.csv, the bundle schema and the Atom feed of the newest runs."""
+def write_downloads(stage: Stage, site: Site, plan: Publication) -> None:
+    """Site-wide data: runs.json, runs.csv, the bundle schema and the Atom feed of the newest runs.
+
+    The feed reads its runs' bundles again, so it is rendered only when one of them changed.
+    """
     stage.write("runs.json", exports.runs_json(site.summaries))
     stage.write("runs.csv", exports.runs_csv(site.summaries))
     stage.write("schema/bundle.schema.json", json.dumps(bundle_json_schema(), indent=2, sort_keys=True) + "\n")
     newest = max((e.measured_at for e in site.entries if e.measured_at), default=_EPOCH)
     by_id = {e.id: e for e in site.entries}
-    feed_runs = [by_id[s.id].bundle() for s in newest_first(site.summaries)[:FEED_RUNS]]
-    stage.write("feed.xml", exports.atom_feed(feed_runs, None, newest))
+    feed_runs = [by_id[s.id] for s in newest_first(site.summaries)[:FEED_RUNS]]
+    if not plan.unchanged("feed.xml", digest(site.code, newest.isoformat(), *(e.fingerprint for e in feed_runs))):
+        stage.write("feed.xml", exports.atom_feed([e.bundle() for e in feed_runs], None, newest))
 
 
 def copy_static(stage: Stage, static: Path) -> None:
