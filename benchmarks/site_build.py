@@ -182,7 +182,7 @@ def main() -> None:
         incremental = []
         for path in random.Random(args.seed).sample(bundles, 3):
             touch_bundle(path)
-            incremental.append(Build(args.code, work / "content", out).wall)
+            incremental.append(Build(args.code, work / "content", out))
         cold = statistics.median(b.wall for b in colds)
         cpu = statistics.median(b.cpu for b in colds)
         peak = statistics.median(b.peak_mb for b in colds)
@@ -190,7 +190,8 @@ def main() -> None:
         index_kb = (out / "index.html").stat().st_size / 1024
         picker_kb = (out / "compare" / "index.html").stat().st_size / 1024
         chunks_kb = sum(p.stat().st_size for p in (out / "data").glob("*.js")) / 1024 if (out / "data").is_dir() else 0.0
-        incr = statistics.median(incremental)
+        incr = statistics.median(b.wall for b in incremental)
+        incr_cpu = statistics.median(b.cpu for b in incremental)
         print(f"site build with {args.runs:,} runs ({os.cpu_count()} cores, code from {args.code}); medians, shared machine")
         print(row("figure", "value", "target"))
         print(row(f"cold build wall, median of {args.repeat}", f"{cold:.2f} s", f"≤ {TARGETS['cold_s']:g} s" if at_scale else "", cold <= TARGETS["cold_s"] if at_scale else None))
@@ -202,6 +203,7 @@ def main() -> None:
         print(row("pages written (comparisons)", f"{pages:,} ({comparisons:,})"))
         print(row("site on disk", f"{disk_mb(out):,.0f} MB"))
         print(row("incremental after one bundle, median of 3", f"{incr:.2f} s", f"≤ {TARGETS['incremental_s']:g} s", incr <= TARGETS["incremental_s"]))
+        print(row("incremental CPU (with interpreter start)", f"{incr_cpu:.2f} s"))
         print(f"last report: {colds[-1].report}")
 
 
