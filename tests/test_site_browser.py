@@ -240,6 +240,16 @@ def test_a_large_index_shows_its_first_screen_and_sorts_every_run_after_loading_
     assert outside == [] and page.console_errors == []
 
 
+def test_pointing_at_the_headers_loads_the_chunks_and_draws_nothing_until_asked(page, large_server: str) -> None:
+    asked = _chunk_requests(page)
+    page.goto(large_server + "index.html")
+    first = _column(page, 1)
+    page.hover("#runs-table thead th[data-key=model]")
+    page.wait_for_function("() => window.speedMatrixData && window.speedMatrixData.load.records !== undefined")
+    assert sorted(asked) == [f"runs-{i}.js" for i in range(6)]
+    assert _column(page, 1) == first and page.get_attribute("#runs-table", "aria-busy") is None
+
+
 def test_search_finds_runs_by_model_gpu_and_engine_across_every_chunk(page, large_site: Path, large_server: str) -> None:
     outside = _guard(page, large_server)
     page.goto(large_server + "index.html")

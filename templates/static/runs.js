@@ -1,6 +1,6 @@
 /* speed-matrix: the runs of every listing, searched, filtered and sorted as one set.
    The page holds its first screen of rows as HTML. The first search, filter, sort or "Show more"
-   loads the data chunks (data/runs-N.js: script tags, which work from file://), then draws the
+   (or a pointer on the headers, or focus in the filters, just before one) loads the data chunks (data/runs-N.js: script tags, which work from file://), then draws the
    matching rows a screenful at a time from the same cells the build renders (index_view.row_cells).
    window.speedMatrixData.load(done) hands the records to other scripts (the compare picker). */
 (function () {
@@ -159,6 +159,12 @@
       });
     });
     if (more) more.addEventListener("click", function () { limit += screen; update(); });
+    // A reader pointing at the table's headers or entering the filters is about to ask for the
+    // whole set: start loading it then, so the click finds it (nothing is drawn until asked).
+    var prefetch = function () { load(urls, function () {}); };
+    table.tHead.addEventListener("pointerenter", prefetch, { once: true });
+    if (more) more.addEventListener("pointerenter", prefetch, { once: true });
+    if (form) form.addEventListener("focusin", prefetch, { once: true });
     if (form) {
       form.hidden = false;
       form.addEventListener("submit", function (event) { event.preventDefault(); });
