@@ -45,6 +45,7 @@ class Link(msgspec.Struct, frozen=True):
 class Site(msgspec.Struct, kw_only=True):
     """What a build knows of every run (small records, not bundles), shared by the page writers."""
 
+    runs: Path
     entries: list[RunEntry]
     pages: list
     pairs: list[tuple[RunEntry, RunEntry, str]]
@@ -83,26 +84,29 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
     code = code_digest(templates)
     progress.start("reading bundles", count_files(runs))
     cache = read_cache(out, code)
-    entries = scan(runs, cache.by_path(), progress.advance)
+    entries = scan(runs, cache.by_name(), progress.advance)
     gc.freeze()  # the run records live to the end: keep the collector (and forked workers' pages) off them
-    site = Site(
-        entries=entries,
-        pages=load_pages(content / "pages") if (content / "pages").is_dir() else [],
-        pairs=related_pairs(entries, cache),
-        env=make_environment(templates),
-        code=code,
-    )
-    with staged(out, [content / "runs", content / "pages", templates]) as (stage, plan):
-        tasks = plan_pages(site, plan)
-        progress.start("rendering pages", len(tasks))
-        render_pages(stage, Renderer(site, stage), tasks, jobs or cpu_count(), progress)
-        write_listings(stage, site, plan)
-        write_content_pages(stage, site)
-        write_downloads(stage, site, plan)
-        copy_static(stage, templates / "static")
-        stage.write(CACHE_FILE, encode_cache(entries, site.pairs, code))
+    try:
+        site = Site(
+            runs=runs,
+            entries=entries,
+            pages=load_pages(content / "pages") if (content / "pages").is_dir() else [],
+            pairs=related_pairs(entries, cache),
+            env=make_environment(templates),
+            code=code,
+        )
+        with staged(out, [content / "runs", content / "pages", templates]) as (stage, plan):
+            tasks = plan_pages(site, plan)
+            progress.start("rendering pages", len(tasks))
+            render_pages(stage, Renderer(site, stage), tasks, jobs or cpu_count(), progress)
+            write_listings(stage, site, plan)
+            write_content_pages(stage, site)
+            write_downloads(stage, site, plan)
+            copy_static(stage, templates / "static")
+            stage.write(CACHE_FILE, encode_cache(entries, site.pairs, code))
+    finally:
+        gc.unfreeze()
         progress.close()
-    gc.unfreeze()
     seconds = time.perf_counter() - started
     rendered = len(plan.keys) - plan.reused
     return (
@@ -157,11 +161,11 @@ def plan_pages(site: Site, plan: Publication) -> list[Task]:
         mine = partners.get(entry.id, [])
         key = digest(site.code, entry.fingerprint, site.context_key, json.dumps(mine))
         if not plan.unchanged(run_dir(entry.id), key):
-            tasks.append(("run", entry.path, mine))
+            tasks.append(("run", str(site.runs / entry.name), mine))
         for a, b, why in baseline_of.get(entry.id, []):
             key = digest(site.code, a.fingerprint, b.fingerprint, why, site.context_key)
             if not plan.unchanged(compare_file(compare.compare_slug(a, b)), key):
-                tasks.append(("compare", a.path, b.path, why))
+                tasks.append(("compare", str(site.runs / a.name), str(site.runs / b.name), why))
     return tasks
 
 
@@ -340,7 +344,7 @@ def _index_figure(site: Site) -> dict[str, str | None]:
     if not site.entries:
         return {"figure": None, "figure_caption": ""}
     if len(site.entries) <= charts.MAX_RUN_TRACES:
-        figure = charts.index_figure([e.bundle() for e in site.entries])
+        figure = charts.index_figure([e.bundle(site.runs) for e in site.entries])
         caption = "Every measured decode cell of every run; the line marks the frontier: the most tok/s per GPU at each speed a user sees."
     else:
         figure = charts.frontier_figure([(e.title, e.summary.gpu, e.frontier) for e in site.entries])
@@ -389,7 +393,7 @@ def write_downloads(stage: Stage, site: Site, plan: Publication) -> None:
     by_id = {e.id: e for e in site.entries}
     feed_runs = [by_id[s.id] for s in newest_first(site.summaries)[:FEED_RUNS]]
     if not plan.unchanged("feed.xml", digest(site.code, newest.isoformat(), *(e.fingerprint for e in feed_runs))):
-        stage.write("feed.xml", exports.atom_feed([e.bundle() for e in feed_runs], None, newest))
+        stage.write("feed.xml", exports.atom_feed([e.bundle(site.runs) for e in feed_runs], None, newest))
 
 
 def copy_static(stage: Stage, static: Path) -> None:

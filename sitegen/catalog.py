@@ -31,7 +31,7 @@ CACHE_FILE = ".build-cache"
 class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
     """One run as the build plans with it: where its bundle is, what it is, how it plots."""
 
-    path: str
+    name: str  # the bundle's file name in content/runs (the cache is published: no absolute paths)
     stamp: tuple[int, int, int]
     title: str
     fingerprint: str
@@ -48,9 +48,9 @@ class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
     def measured_at(self) -> dt.datetime | None:
         return self.summary.measured_at
 
-    def bundle(self) -> Bundle:
-        """The run's bundle, read again from its file."""
-        return load_bundle(Path(self.path))
+    def bundle(self, folder: Path) -> Bundle:
+        """The run's bundle, read again from its file in `folder` (content/runs)."""
+        return load_bundle(folder / self.name)
 
 
 class Cache(msgspec.Struct):
@@ -61,15 +61,15 @@ class Cache(msgspec.Struct):
     relations: str = ""
     pairs: list[tuple[str, str, str]] = []
 
-    def by_path(self) -> dict[str, RunEntry]:
-        return {e.path: e for e in self.entries}
+    def by_name(self) -> dict[str, RunEntry]:
+        return {e.name: e for e in self.entries}
 
 
 def entry_of(path: Path, stamp: tuple[int, int, int], bundle: Bundle) -> RunEntry:
     """The record of one decoded bundle."""
     summary = summarize(bundle)
     return RunEntry(
-        path=str(path),
+        name=path.name,
         stamp=stamp,
         title=runview.title(bundle),
         fingerprint=digest(msgspec.json.encode(bundle)),
@@ -127,7 +127,7 @@ def scan(folder: Path, cached: dict[str, RunEntry], tick: Callable[[], None] = l
         tick()
         try:
             stamp = stamp_of(path)
-            entry = cached.get(str(path))
+            entry = cached.get(path.name)
             if entry is None or entry.stamp != stamp:
                 entry = entry_of(path, stamp, load_bundle(path))
         except OSError as exc:
