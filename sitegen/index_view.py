@@ -35,7 +35,7 @@ class Facet(msgspec.Struct, frozen=True):
     values: list[str]
 
 
-class Cell(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
+class Cell(msgspec.Struct, frozen=True):
     """One table cell: its text, the value it sorts by ("" when the run lacks it, so it sorts
     last), a site-relative link for the text, plain text after the link, and a second line."""
 
@@ -44,6 +44,16 @@ class Cell(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
     href: str | None = None
     after: str = ""
     sub: str | None = None
+
+    def packed(self) -> list:
+        """The cell as a list for the data chunks, trailing defaults left out (runs.js reads them so)."""
+        values = [self.text, self.sort, self.href, self.after, self.sub]
+        while len(values) > 1 and values[-1] == _DEFAULTS[len(values) - 1]:
+            values.pop()
+        return values
+
+
+_DEFAULTS = ("", "", None, "", None)
 
 
 class RunRecord(msgspec.Struct, frozen=True):
@@ -58,7 +68,7 @@ class RunRecord(msgspec.Struct, frozen=True):
     gpu: str
     gpu_slug: str
     engine: str
-    cells: dict[str, Cell]
+    cells: dict[str, list]
 
 
 class RunRow(msgspec.Struct, frozen=True):
@@ -121,7 +131,8 @@ def run_record(summary: RunSummary) -> RunRecord:
     """A run's record for the data chunks."""
     return RunRecord(
         id=summary.id, model=summary.model, model_slug=summary.model_slug, gpu=summary.gpu or "",
-        gpu_slug=summary.gpu_slug or "", engine=summary.engine, cells=row_cells(run_row(summary)),
+        gpu_slug=summary.gpu_slug or "", engine=summary.engine,
+        cells={key: cell.packed() for key, cell in row_cells(run_row(summary)).items()},
     )
 
 
