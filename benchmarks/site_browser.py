@@ -26,6 +26,7 @@ from pathlib import Path
 
 from site_build import ROOT, make_content
 
+TIMEOUT_MS = 180_000  # a 40 MB index takes tens of seconds to open on a busy machine
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 # Click a sort button, then wait until the listing is drawn (it may first load its data) and painted.
 SORT_CLICK = """async () => {
@@ -61,6 +62,7 @@ def measure(browser, base: str, run_id: str, repeat: int) -> dict[str, float]:
     figures: dict[str, list[float]] = {"open": [], "sort": [], "sort_again": [], "run_open": [], "run_script_kb": []}
     for _ in range(repeat):
         context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.set_default_timeout(TIMEOUT_MS)
         page = context.new_page()
         response = page.goto(base + f"runs/{run_id}/index.html", wait_until="load")  # a first visit: nothing cached
         assert response is not None and response.ok, f"run page {run_id}: {response and response.status}"
@@ -68,6 +70,7 @@ def measure(browser, base: str, run_id: str, repeat: int) -> dict[str, float]:
         figures["run_script_kb"].append(page.evaluate(SCRIPT_BYTES) / 1024)
         context.close()
         context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.set_default_timeout(TIMEOUT_MS)
         page = context.new_page()
         page.goto(base + "index.html", wait_until="load")
         figures["open"].append(page.evaluate(LOAD_TIME))
@@ -99,6 +102,7 @@ def main() -> None:
             server, base = serve(work / "site")
             try:
                 results[runs] = measure(browser, base, run_id, args.repeat)
+                print(f"{runs:,} runs: {results[runs]}", flush=True)
             finally:
                 server.shutdown()
                 server.server_close()
