@@ -1,6 +1,6 @@
 """Capacity at a target: per context, the busiest Valid cell that still meets a TTFT and a per-user speed.
 
-One rule, used by `sitegen capacity`, the run page's capacity view and the index's ranking;
+One rule, used by `sitegen capacity`, the run page's capacity view and the ranking page;
 templates/static/capacity.js repeats it in the browser from the data `page_data` embeds.
 """
 
@@ -44,7 +44,7 @@ class Preset(msgspec.Struct, frozen=True):
     target: Target
 
 
-# Chat is where the reader's inputs and the index's ranking start.
+# Chat is where the reader's inputs and the ranking page start.
 CHAT = Preset("Chat", Target(ttft_ms=1000, min_tok_s_per_user=20))
 PRESETS = (
     Preset("Interactive", Target(ttft_ms=500, min_tok_s_per_user=50)),
@@ -162,7 +162,7 @@ def json_records(bundle: Bundle, target: Target) -> list[dict]:
 
 def cell_records(bundle: Bundle) -> list[list]:
     """The Valid decode cells, the only ones the rule can pick, as capacity.js reads them:
-    [context, concurrency, total tok/s, per-request tok/s, TTFT ms], kept short for the index."""
+    [context, concurrency, total tok/s, per-request tok/s, TTFT ms], kept short for the ranking page."""
     return [
         [c.context_tokens, c.concurrency, c.total_tok_s, c.per_request_tok_s, c.ttft_ms]
         for c in sorted(bundle.decode, key=lambda c: (c.context_tokens, c.concurrency)) if c.status == "Valid"
@@ -195,7 +195,7 @@ def preset_rows(bundle: Bundle, presets: tuple[Preset, ...] = PRESETS) -> list[P
 
 
 class Ranked(msgspec.Struct, frozen=True):
-    """One run's place in the index ranking: its answer at the chosen context, or why it has none."""
+    """One run's place in the ranking: its answer at the chosen context, or why it has none."""
 
     id: str
     title: str
@@ -231,8 +231,20 @@ def common_context(bundles: list[Bundle]) -> int | None:
     return min(counts, key=lambda c: (-counts[c], c), default=None)
 
 
+def ranking_bundle(bundle: Bundle) -> Bundle:
+    """What of a run the ranking reads: its title's fields and its decode cells' three figures.
+
+    The build keeps one of these per run instead of the bundle, so ranking 10,000 runs holds
+    no launch commands, prefill points or tail figures in memory.
+    """
+    cells = [DecodeCell(context_tokens=c.context_tokens, concurrency=c.concurrency, status=c.status,
+                        total_tok_s=c.total_tok_s, per_request_tok_s=c.per_request_tok_s, ttft_ms=c.ttft_ms)
+             for c in bundle.decode]
+    return msgspec.structs.replace(bundle, prefill=[], decode=cells, launch_command=None, notes=None)
+
+
 def index_data(bundles: list[Bundle]) -> dict:
-    """What the index embeds for capacity.js's ranking: per run its id, title, contexts and Valid cells."""
+    """What the ranking page embeds for capacity.js's ranking: per run its id, title, contexts and Valid cells."""
     return {
         "runs": [{"id": b.id, "title": title(b), "gpus": b.hardware.gpu_count, "contexts": contexts_of(b), "cells": cell_records(b)}
                  for b in sorted(bundles, key=lambda b: b.id)],
@@ -255,7 +267,7 @@ def capacity_view(bundle: Bundle) -> CapacityView:
 
 
 class RankingView(msgspec.Struct, frozen=True):
-    """The index's ranking: the contexts to choose from, the default choice and its answer, and the data."""
+    """The ranking page: the contexts to choose from, the default choice and its answer, and the data."""
 
     contexts: list[tuple[int, str]]
     context: int

@@ -1,8 +1,10 @@
 """Plotly figures for run pages and the index, as small deterministic JSON-able dicts.
 
 Figures are plain dicts (data, layout, config) so that no plotly template or
-plotly.js ends up in a page: the build copies plotly.js once into the site,
-and each page inlines only its figures' data. Charts add to the tables and
+plotly.js ends up in a page: the site carries plotly.js once, as plotly's basic
+partial bundle (templates/static/plotly-basic.min.js: scatter, bar and pie, a
+quarter of the full bundle, the same plotly.js version as the plotly package's),
+and each page inlines only its figures' data. Every trace here is a scatter. Charts add to the tables and
 never replace them, so only cells with values are plotted.
 """
 
@@ -10,10 +12,7 @@ from __future__ import annotations
 
 import html
 import json
-from pathlib import Path
 from typing import Any, NamedTuple
-
-import plotly
 
 from runner.schema import Bundle, DecodeCell
 from sitegen.formats import context_label
@@ -212,18 +211,15 @@ def scatter_trace(name: str, points: list[Point], **extra: Any) -> dict[str, Any
 
 
 def index_figure(bundles: list[Bundle]) -> Figure:
-    """Tok/s per GPU against tok/s per user over every run, with the Pareto frontier as its own trace.
-
-    A trace per run while the legend stays readable; beyond that, a trace per GPU.
-    """
+    """Tok/s per GPU against tok/s per user over every cell of a few runs (at most MAX_RUN_TRACES,
+    so the legend stays readable), a trace per run, with the Pareto frontier as its own trace."""
     groups: dict[str, list[Point]] = {}
     everything: list[Point] = []
-    by_run = len(bundles) <= MAX_RUN_TRACES
     for bundle in sorted(bundles, key=lambda b: b.id):
         name = label(title(bundle))
         points = [p._replace(text=f"{name}<br>{p.text}") for p in run_points(bundle)]
         if points:
-            groups.setdefault(name if by_run else label(bundle.hardware.gpu or "unknown GPU"), []).extend(points)
+            groups.setdefault(name, []).extend(points)
             everything += points
     data = [scatter_trace(name, points, mode="markers") for name, points in sorted(groups.items())]
     frontier = scatter_trace(
@@ -236,17 +232,32 @@ def index_figure(bundles: list[Bundle]) -> Figure:
     )
 
 
+def frontier_figure(runs: list[tuple[str, str | None, list[Point]]]) -> Figure:
+    """The index chart of a large site: a frontier line per GPU type, and the overall frontier.
+
+    `runs` are (title, GPU, the run's own frontier points): the frontier of a GPU's runs is the
+    frontier of their frontiers, so the chart's size grows with GPU types, not with runs or cells.
+    """
+    by_gpu: dict[str, list[Point]] = {}
+    for name, gpu, points in runs:
+        shown = label(name)
+        by_gpu.setdefault(label(gpu or "unknown GPU"), []).extend(p._replace(text=f"{shown}<br>{p.text}") for p in points)
+    fronts = {gpu: pareto_frontier(points) for gpu, points in sorted(by_gpu.items())}
+    data = [scatter_trace(gpu, points, mode="lines+markers") for gpu, points in fronts.items()]
+    overall = pareto_frontier([p for points in fronts.values() for p in points])
+    data.append(scatter_trace("Pareto frontier", overall, mode="lines", line={"color": TEXT_GREY, "dash": "dot"}))
+    return figure(data, axis("tok/s per user", rangemode="tozero"), axis("tok/s per GPU", rangemode="tozero"))
+
+
 def figure_script_json(fig: Figure) -> str:
     """Compact JSON with sorted keys, safe inside <script type="application/json"> (no <, >, &, U+2028/9)."""
-    text = json.dumps(fig, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return script_safe(json.dumps(fig, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False))
+
+
+def script_safe(text: str) -> str:
+    """JSON text made safe inside a script element: <, >, & and U+2028/9 as escapes."""
     for raw, escaped in _SCRIPT_ESCAPES:  # str.replace runs in C; translate with a dict is far slower
         text = text.replace(raw, escaped)
     return text
 
 
-def plotly_js_source() -> Path:
-    """The installed plotly package's minified plotly.js, for the build to copy once into site/static/."""
-    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    if not path.is_file():
-        raise FileNotFoundError(f"plotly.min.js not found at {path}; reinstall plotly")
-    return path

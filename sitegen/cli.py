@@ -32,12 +32,14 @@ def main() -> None:
 @click.option("--content", "content", type=click.Path(path_type=Path), default=Path("content"), show_default=True, help="Folder with runs/*.json bundles and pages/*.md.")
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("site"), show_default=True, help="Output folder; replaced only when the whole build succeeds.")
 @click.option("--templates", "templates", type=click.Path(path_type=Path), default=None, help="Templates folder to restyle the site (default: the project's templates/).")
-def build_command(content: Path, out: Path, templates: Path | None) -> None:
+@click.option("--jobs", "jobs", type=click.IntRange(min=1), default=None, help="Processes that render pages (default: one per core).")
+def build_command(content: Path, out: Path, templates: Path | None, jobs: int | None) -> None:
     """Render every bundle under CONTENT/runs into a static site in OUT."""
     from sitegen.build import build_site
+    from sitegen.progress import Progress
 
     try:
-        report = build_site(content, out, templates)
+        report = build_site(content, out, templates, jobs=jobs, progress=Progress.for_terminal())
     except InputErrors as exc:
         _fail([e.line() for e in exc.errors])
     except InputError as exc:

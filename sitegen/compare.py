@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Protocol, TypeVar
 
 import msgspec
 
@@ -15,6 +16,8 @@ from sitegen.slug import slugify
 from sitegen.summary import valued_cells
 
 PARTNER_LIMIT = 3
+# How many runs nearest in time, per shared model or hardware, are weighed as a run's partners.
+NEIGHBOURS = 8
 SAME_SETUP = "Same model, hardware and engine, measured again"
 OTHER_ENGINE = "Same model and hardware, another engine or version"
 OTHER_HARDWARE = "Same model on other hardware"
@@ -22,6 +25,19 @@ OTHER_MODEL = "Same hardware, another model"
 # Most comparable first: a pair's reason decides its rank among a run's candidates.
 REASON_RANK = (OTHER_ENGINE, SAME_SETUP, OTHER_HARDWARE, OTHER_MODEL)
 _EPOCH = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+
+
+class Dated(Protocol):
+    """A run as pairing needs it: a bundle, or the build's small record of one (catalog.RunEntry)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def measured_at(self) -> dt.datetime | None: ...
+
+
+R = TypeVar("R", bound=Dated)
 
 
 class RatioCell(msgspec.Struct, frozen=True):
@@ -75,13 +91,13 @@ def relation_of(a: Keys, b: Keys) -> str | None:
     return OTHER_MODEL if same_hardware else None
 
 
-def baseline_first(a: Bundle, b: Bundle) -> tuple[Bundle, Bundle]:
-    """Order a pair so the earlier measured run (undated first, then by id) is the baseline."""
-    pair = sorted((a, b), key=lambda x: (x.measured_at or _EPOCH, x.id))
+def baseline_first(a: R, b: R) -> tuple[R, R]:
+    """Order a pair (of bundles or run entries) so the earlier measured run (undated first, then by id) is the baseline."""
+    pair = sorted((a, b), key=_when)
     return pair[0], pair[1]
 
 
-def compare_slug(a: Bundle, b: Bundle) -> str:
+def compare_slug(a: Dated, b: Dated) -> str:
     """The file name of the comparison page of a (baseline) and b, one per pair.
 
     "a-vs-b" splits at its first "-vs-", so it is unique while the baseline's id neither holds
@@ -90,24 +106,52 @@ def compare_slug(a: Bundle, b: Bundle) -> str:
     return f"{a.id}{'_vs_' if '-vs-' in a.id + '-' else '-vs-'}{b.id}"
 
 
-def related_pairs(bundles: Iterable[Bundle], limit: int = PARTNER_LIMIT) -> list[tuple[Bundle, Bundle, str]]:
-    """Pairs worth a comparison page, each run in at most `limit` of them; baseline first, ordered by slug."""
-    runs = sorted(bundles, key=lambda b: b.id)
-    keys = {run.id: keys_of(run) for run in runs}
-    # Related runs share a model or hardware, so only those groups are searched, not every pair.
-    by_model: dict[str, list[Bundle]] = {}
-    by_hardware: dict[tuple[str, int | None], list[Bundle]] = {}
-    for run in runs:
-        by_model.setdefault(keys[run.id].model, []).append(run)
-        if keys[run.id].hardware is not None:
-            by_hardware.setdefault(keys[run.id].hardware, []).append(run)
-    partners: dict[str, int] = {b.id: 0 for b in runs}
-    pairs: dict[str, tuple[Bundle, Bundle, str]] = {}
+def _when(run: Dated) -> tuple[dt.datetime, str]:
+    """Time order within a group: measured date (undated first), then id."""
+    return (run.measured_at or _EPOCH, run.id)
+
+
+def _gap(a: Dated, b: Dated) -> float:
+    """Seconds between two runs' measurements (undated runs count as measured at the epoch)."""
+    return abs(((a.measured_at or _EPOCH) - (b.measured_at or _EPOCH)).total_seconds())
+
+
+def _candidates(runs: list[R], keys: dict[str, Keys]) -> dict[str, dict[str, R]]:
+    """Each run's candidate partners: its NEIGHBOURS nearest in time in each group it belongs to
+    (same model; same hardware; same model and hardware), so the search stays linear in runs."""
+    groups: dict[tuple, list[R]] = {}
     for run in runs:
         mine = keys[run.id]
-        nearby = {o.id: o for o in by_model[mine.model] + by_hardware.get(mine.hardware, []) if o.id != run.id}
-        found = [(other, why) for other in nearby.values() if (why := relation_of(mine, keys[other.id]))]
-        for other, why in sorted(found, key=lambda pair: (REASON_RANK.index(pair[1]), pair[0].id)):
+        groups.setdefault(("model", mine.model), []).append(run)
+        if mine.hardware is not None:
+            groups.setdefault(("hardware", mine.hardware), []).append(run)
+            groups.setdefault(("setup", mine.model, mine.hardware), []).append(run)
+    found: dict[str, dict[str, R]] = {run.id: {} for run in runs}
+    for members in groups.values():
+        members.sort(key=_when)
+        for i, run in enumerate(members):
+            for other in members[max(0, i - NEIGHBOURS): i + NEIGHBOURS + 1]:
+                if other is not run:
+                    found[run.id][other.id] = other
+    return found
+
+
+def related_pairs(runs: Iterable[R], limit: int = PARTNER_LIMIT, keys: Callable[[R], Keys] = keys_of) -> list[tuple[R, R, str]]:
+    """Pairs worth a comparison page, each run in at most `limit` of them; baseline first, ordered by slug.
+
+    A run's partners are its closest related runs: the most comparable reason first (another engine on
+    the same setup, a rerun, other hardware, another model), then the nearest measurement date. `runs`
+    are bundles or anything with an id, a measured_at and, through `keys`, the keys of keys_of.
+    """
+    runs = sorted(runs, key=lambda r: r.id)
+    keyed = {run.id: keys(run) for run in runs}
+    candidates = _candidates(runs, keyed)
+    partners: dict[str, int] = {r.id: 0 for r in runs}
+    pairs: dict[str, tuple[R, R, str]] = {}
+    for run in runs:
+        mine = keyed[run.id]
+        found = [(other, why) for other in candidates[run.id].values() if (why := relation_of(mine, keyed[other.id]))]
+        for other, why in sorted(found, key=lambda pair: (REASON_RANK.index(pair[1]), _gap(run, pair[0]), pair[0].id)):
             if partners[run.id] >= limit:
                 break
             a, b = baseline_first(run, other)

@@ -1,11 +1,22 @@
-"""Display rows for the run tables of the index, model and GPU pages."""
+"""Display rows for the run tables of the index, model and GPU pages, and their data chunks.
+
+A listing shows its first FIRST_SCREEN rows as HTML; every run is also one small record in
+the site's data chunks (`data/runs-N.js`), which the page's script loads on demand to
+search, filter and sort the whole set. The HTML rows and the records are built from the same
+cells, so a column is defined once, here.
+"""
 
 from __future__ import annotations
 
 import msgspec
 
 from sitegen import formats as f
+from sitegen.charts import script_safe
 from sitegen.summary import RunSummary
+from sitegen.urls import Urls, gpu_dir, run_dir
+
+FIRST_SCREEN = 100  # rows a listing renders as HTML; the rest come from the data chunks
+CHUNK_RUNS = 1000  # records per data chunk: about 300 KB of script
 
 # (sort key, header, kind): kind "number" sorts numerically in the browser.
 COLUMNS = (
@@ -22,6 +33,42 @@ class Facet(msgspec.Struct, frozen=True):
     name: str
     label: str
     values: list[str]
+
+
+class Cell(msgspec.Struct, frozen=True):
+    """One table cell: its text, the value it sorts by ("" when the run lacks it, so it sorts
+    last), a site-relative link for the text, plain text after the link, and a second line."""
+
+    text: str
+    sort: str | float | int = ""
+    href: str | None = None
+    after: str = ""
+    sub: str | None = None
+
+    def packed(self) -> list:
+        """The cell as a list for the data chunks, trailing defaults left out (runs.js reads them so)."""
+        values = [self.text, self.sort, self.href, self.after, self.sub]
+        while len(values) > 1 and values[-1] == _DEFAULTS[len(values) - 1]:
+            values.pop()
+        return values
+
+
+_DEFAULTS = ("", "", None, "", None)
+
+
+class RunRecord(msgspec.Struct, frozen=True):
+    """One run in the data chunks: what search and filters read, and a cell per column key.
+
+    Another column joins by adding its key to COLUMNS and its cell to `row_cells`.
+    """
+
+    id: str
+    model: str
+    model_slug: str
+    gpu: str
+    gpu_slug: str
+    engine: str
+    cells: dict[str, list]
 
 
 class RunRow(msgspec.Struct, frozen=True):
@@ -58,11 +105,70 @@ def run_row(summary: RunSummary) -> RunRow:
     )
 
 
-def newest_first(summaries: list[RunSummary]) -> list[RunRow]:
-    """Rows newest first, undated runs last, ties by id: the order without JavaScript."""
+def _number(value: float | int | None) -> float | int | str:
+    return value if value is not None else ""
+
+
+def row_cells(row: RunRow) -> dict[str, Cell]:
+    """The cells of a run's row by column key, in COLUMNS order; links are relative to the site root."""
+    s = row.s
+    gpu = Cell(s.gpu, s.gpu, gpu_dir(s.gpu_slug) + "index.html", f" ×{s.gpu_count}" if s.gpu_count else "") if s.gpu and s.gpu_slug else Cell(f.EMPTY)
+    return {
+        "model": Cell(s.model, s.model, run_dir(s.id) + "index.html"),
+        "gpu": gpu,
+        "engine": Cell(row.engine, row.engine),
+        "quantization": Cell(s.quantization or f.EMPTY, s.quantization or ""),
+        "date": Cell(row.date, row.date_sort),
+        "max_context": Cell(row.max_context, _number(s.max_context_tokens)),
+        "single": Cell(row.single, _number(s.single_stream_tok_s)),
+        "peak": Cell(row.peak, _number(s.peak_tok_s), sub=f"at {row.peak_cell}" if row.peak_cell else None),
+        "per_gpu": Cell(row.per_gpu, _number(s.peak_tok_s_per_gpu)),
+        "prefill_8k": Cell(row.prefill_8k, _number(s.prefill_8k_tok_s)),
+    }
+
+
+def run_record(summary: RunSummary) -> RunRecord:
+    """A run's record for the data chunks."""
+    return RunRecord(
+        id=summary.id, model=summary.model, model_slug=summary.model_slug, gpu=summary.gpu or "",
+        gpu_slug=summary.gpu_slug or "", engine=summary.engine,
+        cells={key: cell.packed() for key, cell in row_cells(run_row(summary)).items()},
+    )
+
+
+def newest_first(summaries: list[RunSummary]) -> list[RunSummary]:
+    """Runs newest first, undated runs last, ties by id: the order without JavaScript."""
     dated = sorted((s for s in summaries if s.measured_at), key=lambda s: (s.measured_at, s.id), reverse=True)
     undated = sorted((s for s in summaries if not s.measured_at), key=lambda s: s.id)
-    return [run_row(s) for s in dated + undated]
+    return dated + undated
+
+
+def first_screen(ordered: list[RunSummary]) -> list[tuple[RunRow, dict[str, Cell]]]:
+    """The rows a listing renders as HTML, with their cells."""
+    rows = [run_row(s) for s in ordered[:FIRST_SCREEN]]
+    return [(row, row_cells(row)) for row in rows]
+
+
+def chunk_file(index: int) -> str:
+    """Site path of a data chunk."""
+    return f"data/runs-{index}.js"
+
+
+def chunk_scripts(records: list[bytes]) -> list[tuple[str, str]]:
+    """The data chunks, as (site path, script), of runs' JSON records in the listings' default order.
+
+    Each script hands its records to the page (script tags load from file://, unlike fetch).
+    """
+    chunks = []
+    for index, start in enumerate(range(0, len(records), CHUNK_RUNS) or [0]):
+        joined = script_safe(b",".join(records[start:start + CHUNK_RUNS]).decode())
+        chunks.append((chunk_file(index), f"window.speedMatrixRuns({index},[{joined}]);\n"))
+    return chunks
+
+
+def chunk_urls(urls: Urls, count: int) -> str:
+    """The chunks' links from a page, space-separated for its data-chunks attribute."""
+    return " ".join(urls.root + chunk_file(i) for i in range(count))
 
 
 def facets(summaries: list[RunSummary]) -> list[Facet]:

@@ -13,7 +13,7 @@ import msgspec
 
 from runner.redact import redact_fields
 from runner.schema import Bundle, decode_bundle
-from sitegen.errors import InputError, InputErrors
+from sitegen.errors import InputError
 
 T = TypeVar("T")
 
@@ -89,30 +89,6 @@ def read_input(path: Path) -> bytes:
 def load_bundle(path: Path) -> Bundle:
     """Read and validate the bundle at path."""
     return decode_bundle_file(path, read_input(path))
-
-
-def load_bundles(folder: Path) -> list[tuple[Path, Bundle]]:
-    """Every `*.json` bundle in folder, sorted by file name; all errors are collected first.
-
-    Hidden files (editor locks `.#x.json`, macOS `._x.json`) are not bundles and are skipped.
-    """
-    errors: list[InputError] = []
-    loaded: list[tuple[Path, Bundle]] = []
-    seen: dict[str, Path] = {}
-    for path in sorted(p for p in folder.glob("*.json") if not p.name.startswith(".")):
-        try:
-            bundle = load_bundle(path)
-        except InputError as exc:
-            errors.append(exc)
-            continue
-        if bundle.id in seen:
-            errors.append(InputError(path, "$.id", f"id {bundle.id!r} is already used by {seen[bundle.id]}"))
-            continue
-        seen[bundle.id] = path
-        loaded.append((path, bundle))
-    if errors:
-        raise InputErrors(errors)
-    return loaded
 
 
 def check_bundle(bundle: Bundle, path: Path) -> None:

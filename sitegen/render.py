@@ -24,6 +24,7 @@ def make_environment(templates: Path) -> jinja2.Environment:
     """Autoescaping, strict environment: every string a page shows is escaped."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates)),
+        bytecode_cache=jinja2.FileSystemBytecodeCache(),  # compiled templates, keyed by their source, reused by the next build
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,

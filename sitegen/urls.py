@@ -30,6 +30,9 @@ def compare_file(slug: str) -> str:
     return f"compare/{slug}.html"
 
 
+RANKING_DIR = "capacity/"  # the page ranking every run by capacity at a target
+
+
 def page_dir(slug: str) -> str:
     """Folder of a content page from content/pages/*.md."""
     return f"{slug}/"

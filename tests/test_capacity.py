@@ -115,7 +115,7 @@ def test_the_table_reads_at_a_glance(bundles: dict[Path, Path]) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["missing.json", "--ttft-ms", "1", "--min-tok-s-per-user", "1"], "missing.json: cannot read: No such file or directory"),
+    (["missing.json", "--ttft-ms", "1", "--min-tok-s-per-user", "1"], "missing.json: cannot read: no such file"),
     (["{bundle}", "--ttft-ms", "-5", "--min-tok-s-per-user", "1"], "--ttft-ms: must be a number of 0 or more, got -5"),
     (["{bundle}", "--ttft-ms", "5", "--min-tok-s-per-user", "-0.1"], "--min-tok-s-per-user: must be a number of 0 or more, got -0.1"),
     (["{bundle}", "--ttft-ms", "5", "--min-tok-s-per-user", "1", "--gpu-hour-usd", "-2"], "--gpu-hour-usd: must be a number of 0 or more, got -2"),

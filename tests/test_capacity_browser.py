@@ -90,7 +90,7 @@ def test_javascript_answers_the_readers_targets_as_python_does(page, site_server
 
 def test_index_ranks_runs_by_capacity_at_a_chosen_context_and_target(page, site_server: str, seed_bundles: list, tmp_path: Path) -> None:
     outside = _guard(page, site_server)
-    page.goto(site_server + "index.html")
+    page.goto(site_server + "capacity/index.html")
     ids = lambda: page.eval_on_selector_all("#ranking-table tbody tr", "rows => rows.map(r => r.getAttribute('data-id'))")  # noqa: E731
     built = ids()
     reasons: set[str | None] = set()

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import random
+import re
+from pathlib import Path
 
+import plotly
 import plotly.graph_objects as go
 import pytest
 
@@ -12,12 +15,14 @@ from sitegen.charts import (
     MAX_RUN_TRACES,
     Point,
     figure_script_json,
+    frontier_figure,
     index_figure,
     pareto_frontier,
-    plotly_js_source,
     run_figures,
     run_points,
 )
+from sitegen.render import DEFAULT_TEMPLATES
+from sitegen.runview import title
 from tests.test_summary import HOSTILE, make_bundle
 
 
@@ -128,15 +133,31 @@ def test_script_json_escapes_and_round_trips() -> None:
     assert json.loads(text) == fig
 
 
-def test_plotly_js_source_is_the_minified_bundle() -> None:
-    path = plotly_js_source()
-    assert path.name == "plotly.min.js" and path.stat().st_size > 1_000_000
+def _plotly_version(script: str) -> str:
+    return re.search(r"plotly\.js (?:\(basic - minified\) )?v(\S+)", script[:300])[1]
 
 
-def test_index_figure_groups_many_runs_by_gpu_so_the_legend_stays_readable() -> None:
+def test_the_site_carries_the_basic_bundle_of_the_plotly_version_the_figures_are_checked_against() -> None:
+    bundle = DEFAULT_TEMPLATES / "static" / "plotly-basic.min.js"
+    full = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    assert _plotly_version(bundle.read_text()) == _plotly_version(full.read_text())
+    assert bundle.stat().st_size < full.stat().st_size / 3
+
+
+def test_every_chart_uses_only_traces_the_basic_bundle_has() -> None:
+    runs = [(f"run {i}", ("H200", "B200")[i % 2], run_points(make_bundle(run_id=f"run-{i}", scale=1 + i))) for i in range(4)]
+    figures = [*run_figures(make_bundle()).values(), index_figure([make_bundle()]), frontier_figure(runs)]
+    assert {trace["type"] for fig in figures for trace in fig["data"]} == {"scatter"}
+
+
+def test_frontier_figure_draws_a_frontier_per_gpu_and_over_all() -> None:
     gpus = ["H200 NVL", "H100 SXM", "B200"]
     bundles = [make_bundle(run_id=f"run-{i}", gpu=gpus[i % 3], scale=1 + i / 10) for i in range(MAX_RUN_TRACES + 1)]
-    fig = index_figure(bundles)
-    names = [trace["name"] for trace in fig["data"]]
-    assert names == sorted(gpus) + ["Pareto frontier"]
-    assert sum(len(trace["x"]) for trace in fig["data"][:-1]) == sum(len(run_points(b)) for b in bundles)
+    runs = [(title(b), b.hardware.gpu, pareto_frontier(run_points(b))) for b in bundles]
+    fig = frontier_figure(runs)
+    assert [trace["name"] for trace in fig["data"]] == sorted(gpus) + ["Pareto frontier"]
+    for gpu, trace in zip(sorted(gpus), fig["data"]):
+        everything = [p for b in bundles if b.hardware.gpu == gpu for p in run_points(b)]
+        assert list(zip(trace["x"], trace["y"])) == [(p.x, p.y) for p in pareto_frontier(everything)]
+    overall = pareto_frontier([p for b in bundles for p in run_points(b)])
+    assert list(zip(fig["data"][-1]["x"], fig["data"][-1]["y"])) == [(p.x, p.y) for p in overall]

@@ -145,7 +145,7 @@ def test_a_rebuild_restores_a_file_deleted_from_the_site(tmp_path: Path) -> None
     out = tmp_path / "site"
     build_site(content, out)
     before = _tree_digest(out)
-    for name in ("runs/mimo-v2-6-flash-rl-h200-nvl-x2/index.txt", "index.html", "static/plotly.min.js"):
+    for name in ("runs/mimo-v2-6-flash-rl-h200-nvl-x2/index.txt", "index.html", "static/plotly-basic.min.js"):
         (out / name).unlink()
     build_site(content, out)
     assert _tree_digest(out) == before

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
@@ -32,6 +34,8 @@ def _guard(page, base: str) -> list[str]:
 
 
 def _column(page, index: int) -> list[str]:
+    """One column's sort values, once the listing has drawn what was asked (it may load its data first)."""
+    page.wait_for_selector("#runs-table:not([aria-busy=true])", state="attached")
     return page.eval_on_selector_all(
         "#runs-table tbody tr:not([hidden])", f"rows => rows.map(r => r.cells[{index}].getAttribute('data-value'))"
     )
@@ -128,6 +132,7 @@ def test_picker_page_lets_a_reader_add_runs_and_ignores_duplicates(page, site_se
     page.goto(site_server + "index.html")
     first = page.locator("#runs-table input[name=compare]").nth(0).get_attribute("value")
     page.goto(site_server + f"compare/index.html#runs={first},{first}")
+    page.wait_for_selector("#picker-form[aria-busy=false]")
     assert page.locator(".compared-run").count() == 0
     assert "Choose at least two different runs" in page.inner_text("#picker")
     assert page.locator("#picker-compare").is_disabled()
@@ -162,6 +167,7 @@ def test_picker_says_when_two_runs_share_no_cell_and_when_too_many_are_chosen(pa
         page.wait_for_selector(".compared-run")
         assert "No cell has a value in both runs" in page.inner_text("#picker")
         assert page.locator("table.ratio").count() == 0
+        page.wait_for_selector("#picker-form[aria-busy=false]")
         for box in page.locator("#picker-form input[name=run]").all():
             box.check()
         assert page.locator("#picker-compare").is_disabled()
@@ -169,3 +175,137 @@ def test_picker_says_when_two_runs_share_no_cell_and_when_too_many_are_chosen(pa
         assert outside == [] and page.console_errors == []
     finally:
         served.close()
+
+
+# A site of 23 runs whose listings show 5 rows as HTML and keep 4 runs per data chunk, so the
+# chunked loading, the search and the sort over the whole set are exercised with a small build.
+LARGE_RUNS = 23
+GPUS = ("H200 NVL", "B200", "MI300X")
+
+
+@pytest.fixture(scope="module")
+def large_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from sitegen import index_view
+
+    content = tmp_path_factory.mktemp("large") / "content"
+    shutil.copytree(ROOT / "content", content)
+    bases = [json.loads(p.read_text()) for p in sorted((content / "runs").glob("*.json"))]
+    for i in range(LARGE_RUNS - len(bases)):
+        bundle = json.loads(json.dumps(bases[i % len(bases)]))
+        bundle.update(id=f"run-{i:02d}", model=f"{('Alpha', 'Beta', 'Gamma')[i % 3]}-{i // 3}B", measured_at=f"2026-08-{i + 1:02d}T10:00:00Z")
+        bundle["hardware"]["gpu"] = GPUS[i // 2 % len(GPUS)]
+        for cell in bundle["decode"]:
+            if cell.get("total_tok_s") is not None:
+                cell["total_tok_s"] = round(cell["total_tok_s"] * (1 + i / 7), 1)
+        (content / "runs" / f"run-{i:02d}.json").write_text(json.dumps(bundle))
+    out = tmp_path_factory.mktemp("large-built") / "site"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(index_view, "FIRST_SCREEN", 5)
+        patch.setattr(index_view, "CHUNK_RUNS", 4)
+        build_site(content, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def large_server(large_site: Path) -> Iterator[str]:
+    yield from serve_folder(large_site)
+
+
+def _runs(site: Path) -> list[dict]:
+    return json.loads((site / "runs.json").read_text())
+
+
+def _chunk_requests(page) -> list[str]:
+    """Record the data chunks the page asks for."""
+    asked: list[str] = []
+    page.on("request", lambda r: "/data/runs-" in r.url and asked.append(r.url.rsplit("/", 1)[1]))
+    return asked
+
+
+def test_a_large_index_shows_its_first_screen_and_sorts_every_run_after_loading_the_chunks(page, large_site: Path, large_server: str) -> None:
+    outside = _guard(page, large_server)
+    asked = _chunk_requests(page)
+    page.goto(large_server + "index.html")
+    assert page.locator("#runs-table tbody tr").count() == 5 and asked == [], "the first screen needs no data"
+    page.click("#runs-table thead th[data-key=peak] button")
+    peaks = [float(v) for v in _column(page, 8)]
+    every = sorted((r["peak_tok_s"] for r in _runs(large_site)), reverse=True)
+    assert peaks == every[:5], "the biggest of all 23 runs, not of the 5 first shown"
+    assert sorted(asked) == [f"runs-{i}.js" for i in range(6)]
+    page.click("#runs-more")
+    assert [float(v) for v in _column(page, 8)] == every[:10]
+    page.click("#runs-table thead th[data-key=peak] button")
+    assert [float(v) for v in _column(page, 8)] == sorted(every)[:5], "a new order starts again at one screen"
+    assert page.text_content("#runs-more") == f"Show 5 more of {LARGE_RUNS}"
+    assert outside == [] and page.console_errors == []
+
+
+def test_pointing_at_the_headers_loads_the_chunks_and_draws_nothing_until_asked(page, large_server: str) -> None:
+    asked = _chunk_requests(page)
+    page.goto(large_server + "index.html")
+    first = _column(page, 1)
+    page.hover("#runs-table thead th[data-key=model]")
+    page.wait_for_function("() => window.speedMatrixData && window.speedMatrixData.load.records !== undefined")
+    assert sorted(asked) == [f"runs-{i}.js" for i in range(6)]
+    assert _column(page, 1) == first and page.get_attribute("#runs-table", "aria-busy") is None
+
+
+def test_search_finds_runs_by_model_gpu_and_engine_across_every_chunk(page, large_site: Path, large_server: str) -> None:
+    outside = _guard(page, large_server)
+    page.goto(large_server + "index.html")
+    runs = _runs(large_site)
+    page.fill("#runs-search", "b200")
+    on_b200 = [r["model"] for r in runs if r["gpu"] == "B200"]
+    assert set(_column(page, 2)) == {"B200"} and len(_column(page, 2)) == min(5, len(on_b200))
+    assert page.text_content("#runs-shown") == f"Showing {len(on_b200)} of {LARGE_RUNS} runs"
+    page.fill("#runs-search", "beta MI300X")
+    both = sorted(r["model"] for r in runs if r["gpu"] == "MI300X" and r["model"].startswith("Beta"))
+    assert sorted(_column(page, 1)) == both and 0 < len(both) <= 5
+    page.fill("#runs-search", "VLLM")
+    assert page.text_content("#runs-shown") == "", "every run's engine is vllm"
+    page.fill("#runs-search", "no such run")
+    assert _column(page, 1) == [] and page.text_content("#runs-shown") == f"Showing 0 of {LARGE_RUNS} runs"
+    page.fill("#runs-search", "")
+    page.select_option("#filters select[name=gpu]", "MI300X")
+    assert set(_column(page, 2)) == {"MI300X"}
+    assert outside == [] and page.console_errors == []
+
+
+def test_a_gpu_page_sorts_only_its_own_runs(page, large_site: Path, large_server: str) -> None:
+    page.goto(large_server + "gpus/b200/index.html")
+    page.click("#runs-table thead th[data-key=peak] button")
+    page.click("#runs-more")
+    on_b200 = sorted((r["peak_tok_s"] for r in _runs(large_site) if r["gpu"] == "B200"), reverse=True)
+    assert [float(v) for v in _column(page, 8)] == on_b200
+    assert page.is_hidden("#runs-more") and page.console_errors == []
+
+
+def test_the_picker_finds_any_run_by_search_and_compares_it(page, large_site: Path, large_server: str) -> None:
+    outside = _guard(page, large_server)
+    page.goto(large_server + "compare/index.html")
+    page.wait_for_selector("#picker-form[aria-busy=false]")
+    page.fill("#picker-search", "gamma mi300x")
+    titles = page.eval_on_selector_all("#picker-choices .choice-title", "spans => spans.map(s => s.textContent)")
+    wanted = sorted(r["model"] for r in _runs(large_site) if r["gpu"] == "MI300X" and r["model"].startswith("Gamma"))
+    assert sorted(titles) == wanted and len(wanted) >= 2
+    boxes = page.locator("#picker-choices input[name=run]")
+    chosen = [boxes.nth(0).get_attribute("value"), boxes.nth(1).get_attribute("value")]
+    boxes.nth(0).check()
+    boxes.nth(1).check()
+    page.fill("#picker-search", "alpha")
+    assert page.locator("#picker-choices input:checked").count() == 2, "chosen runs stay listed whatever the search"
+    page.click("#picker-compare")
+    page.wait_for_selector(".compared-run")
+    assert page.url.endswith("#runs=" + ",".join(chosen))
+    assert page.locator(".compared-run").count() == 2
+    assert outside == [] and page.console_errors == []
+
+
+def test_chunks_load_from_file_urls(page, large_site: Path) -> None:
+    page.goto((large_site / "index.html").as_uri())
+    page.click("#runs-table thead th[data-key=peak] button")
+    assert [float(v) for v in _column(page, 8)] == sorted((r["peak_tok_s"] for r in _runs(large_site)), reverse=True)[:5]
+    page.goto((large_site / "compare" / "index.html").as_uri())
+    page.wait_for_selector("#picker-form[aria-busy=false]")
+    assert page.locator("#picker-choices input[name=run]").count() == LARGE_RUNS
+    assert page.console_errors == []

@@ -6,6 +6,7 @@
   var root = document.getElementById("picker");
   var base = root.getAttribute("data-root");
   var loaded = {};
+  var SHOWN = 50;  // search results listed at a time
   var NO_SHARED_CELL = "No cell has a value in both runs: they share no context and concurrency that both measured.";
 
   function el(tag, text, className) {
@@ -148,29 +149,75 @@
     root.appendChild(diffs);
   }
 
+  /* The choice: a search over every run (model, GPU, engine), the chosen runs listed first. */
   function chooser(ids) {
     var form = document.getElementById("picker-form");
     var button = document.getElementById("picker-compare");
     var hint = document.getElementById("picker-hint");
-    var boxes = form.querySelectorAll("input[name=run]");
-    form.hidden = false;
+    var list = document.getElementById("picker-choices");
+    var found = document.getElementById("picker-found");
+    var search = document.getElementById("picker-search");
+    var urls = form.getAttribute("data-chunks").split(" ").filter(Boolean);
     var order = ids.slice();
-    boxes.forEach(function (box) { box.checked = order.indexOf(box.value) >= 0; });
+    var records = [];
+    var byId = {};
+    form.hidden = false;
+
+    function detail(record) {
+      var c = record.cells, parts = [];
+      if (record.gpu) parts.push(c.gpu[0] + (c.gpu[3] || ""));
+      parts.push(c.engine[0]);
+      if (c.date[1]) parts.push(c.date[0]);
+      return parts.join(" · ");
+    }
+
+    function choice(record) {
+      var item = el("li"), label = el("label"), box = el("input");
+      box.type = "checkbox";
+      box.name = "run";
+      box.value = record.id;
+      box.checked = order.indexOf(record.id) >= 0;
+      label.appendChild(box);
+      label.appendChild(document.createTextNode(" "));
+      label.appendChild(el("span", record.model, "choice-title"));
+      label.appendChild(document.createTextNode(" "));
+      label.appendChild(el("span", detail(record), "choice-detail"));
+      item.appendChild(label);
+      return item;
+    }
+
+    function draw() {
+      var matches = window.speedMatrixData.matcher(search.value);
+      var shown = order.map(function (id) { return byId[id]; }).filter(Boolean);
+      var hits = records.filter(function (r) { return order.indexOf(r.id) < 0 && matches(r); });
+      list.textContent = "";
+      shown.concat(hits.slice(0, SHOWN)).forEach(function (record) { list.appendChild(choice(record)); });
+      found.textContent = hits.length > SHOWN ? "The first " + SHOWN + " of " + hits.length.toLocaleString("en") + " matching runs: type more to narrow them." : "";
+    }
+
     function update() {
       button.disabled = order.length < 2 || order.length > 4;
       hint.textContent = order.length > 4 ? order.length + " chosen: a comparison takes at most 4 runs" : "";
     }
     form.addEventListener("change", function (event) {
       var id = event.target.value;
+      if (event.target.name !== "run") return;
       order = order.filter(function (x) { return x !== id; });
       if (event.target.checked) order.push(id);
       update();
     });
+    search.addEventListener("input", draw);
     form.addEventListener("submit", function (event) {
       event.preventDefault();
       window.location.hash = "runs=" + order.map(encodeURIComponent).join(",");
     });
     update();
+    window.speedMatrixData.load(urls, function (all) {
+      records = all;
+      all.forEach(function (record) { byId[record.id] = record; });
+      draw();
+      form.setAttribute("aria-busy", "false");
+    });
   }
 
   var ids = chosenIds();

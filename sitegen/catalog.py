@@ -1,0 +1,154 @@
+"""The runs of a build as small records, read once from their bundles and cached between builds.
+
+A site of 10,000 runs cannot hold every bundle in memory, nor decode every bundle again
+when one of them changed. So a build scans content/runs into one `RunEntry` per file
+(what the listings, the comparison choice and the index chart need: a few hundred bytes),
+and keeps them in the site's `.build-cache` keyed by each file's size, mtime and inode:
+the next build decodes only the files that changed. Pages are rendered from the bundle
+files again, one at a time, by the render workers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from runner.schema import Bundle, encode_bundle
+from sitegen import charts, compare, runview
+from sitegen.cache import digest
+from sitegen.capacity import ranking_bundle
+from sitegen.errors import InputError, InputErrors
+from sitegen.index_view import run_record
+from sitegen.loader import load_bundle
+from sitegen.summary import RunSummary, summarize
+
+CACHE_FILE = ".build-cache"
+
+
+class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One run as the build plans with it: where its bundle is, what it is, how it plots."""
+
+    name: str  # the bundle's file name in content/runs (the cache is published: no absolute paths)
+    stamp: tuple[int, int, int]
+    title: str
+    fingerprint: str
+    summary: RunSummary
+    keys: compare.Keys
+    frontier: list[charts.Point]
+    record: bytes = b""  # the run's JSON record for the listings' data chunks (index_view.run_record)
+    capacity: bytes = b""  # the run as the capacity ranking reads it (capacity.ranking_bundle), JSON
+
+    @property
+    def id(self) -> str:
+        return self.summary.id
+
+    @property
+    def measured_at(self) -> dt.datetime | None:
+        return self.summary.measured_at
+
+    def bundle(self, folder: Path) -> Bundle:
+        """The run's bundle, read again from its file in `folder` (content/runs)."""
+        return load_bundle(folder / self.name)
+
+
+class Cache(msgspec.Struct):
+    """What the previous build read: its entries, and the comparison pairs chosen among them (by id)."""
+
+    code: str
+    entries: list[RunEntry]
+    relations: str = ""
+    pairs: list[tuple[str, str, str]] = []
+
+    def by_name(self) -> dict[str, RunEntry]:
+        return {e.name: e for e in self.entries}
+
+
+def entry_of(path: Path, stamp: tuple[int, int, int], bundle: Bundle) -> RunEntry:
+    """The record of one decoded bundle."""
+    summary = summarize(bundle)
+    return RunEntry(
+        name=path.name,
+        stamp=stamp,
+        title=runview.title(bundle),
+        fingerprint=digest(msgspec.json.encode(bundle)),
+        summary=summary,
+        keys=compare.keys_of(bundle),
+        frontier=charts.pareto_frontier(charts.run_points(bundle)),
+        record=msgspec.json.encode(run_record(summary)),
+        capacity=encode_bundle(ranking_bundle(bundle)),
+    )
+
+
+def stamp_of(path: Path) -> tuple[int, int, int]:
+    """What tells a file changed without reading it: size, mtime in ns and inode."""
+    st = path.stat()
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def read_cache(out: Path, code: str) -> Cache:
+    """The previous build's cache; an empty one when missing, unreadable or from other code."""
+    try:
+        cache = msgspec.msgpack.decode((out / CACHE_FILE).read_bytes(), type=Cache)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return Cache(code, [])
+    return cache if cache.code == code else Cache(code, [])
+
+
+def relations_digest(entries: list[RunEntry]) -> str:
+    """A hash of what decides the comparison pairs: each run's id, keys and date."""
+    return digest(msgspec.msgpack.encode([(e.id, e.keys, e.measured_at) for e in entries]))
+
+
+def related_pairs(entries: list[RunEntry], cache: Cache) -> list[tuple[RunEntry, RunEntry, str]]:
+    """compare.related_pairs over the entries, reused from the cache while no run's id, keys or date
+    changed (a run measured again with new figures changes none of them)."""
+    if cache.relations and cache.relations == relations_digest(entries):
+        by_id = {e.id: e for e in entries}
+        return [(by_id[a], by_id[b], why) for a, b, why in cache.pairs]
+    return compare.related_pairs(entries, keys=lambda e: e.keys)
+
+
+def encode_cache(entries: list[RunEntry], pairs: list[tuple[RunEntry, RunEntry, str]], code: str) -> bytes:
+    """This build's entries and pairs, for the next build's read_cache."""
+    ids = [(a.id, b.id, why) for a, b, why in pairs]
+    return msgspec.msgpack.encode(Cache(code, entries, relations_digest(entries), ids))
+
+
+def scan(folder: Path, cached: dict[str, RunEntry], tick: Callable[[], None] = lambda: None) -> list[RunEntry]:
+    """An entry per `*.json` in folder, sorted by file name, decoding only files not in the cache.
+
+    Every file's error is collected before failing, and an id used twice names both files.
+    """
+    errors: list[InputError] = []
+    entries: list[RunEntry] = []
+    seen: dict[str, str] = {}
+    for path in sorted(p for p in folder.glob("*.json") if not p.name.startswith(".")):
+        tick()
+        try:
+            stamp = stamp_of(path)
+            entry = cached.get(path.name)
+            if entry is None or entry.stamp != stamp:
+                entry = entry_of(path, stamp, load_bundle(path))
+        except OSError as exc:
+            errors.append(InputError(path, None, f"cannot read: {exc.strerror}"))
+            continue
+        except InputError as exc:
+            errors.append(exc)
+            continue
+        if entry.id in seen:
+            errors.append(InputError(path, "$.id", f"id {entry.id!r} is already used by {seen[entry.id]}"))
+            continue
+        seen[entry.id] = str(path)
+        entries.append(entry)
+    if errors:
+        raise InputErrors(errors)
+    return entries
+
+
+def count_files(folder: Path) -> int:
+    """How many bundle files a scan will visit (for the progress display)."""
+    return sum(1 for name in os.listdir(folder) if name.endswith(".json") and not name.startswith("."))
