@@ -41,9 +41,12 @@ started=$SECONDS
 echo "setup-sglang-cpu: installing SGLang $SGLANG_VERSION on a CPU torch into .engines/sglang"
 rm -f "$STAMP"
 [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV"
-pip=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
-"${pip[@]}" -r "$SUPPORT/requirements.txt"
-"${pip[@]}" --no-deps "sglang==$SGLANG_VERSION" "torchvision==$TORCHVISION_VERSION"
+# pip -q still warns about each empty local index this machine's pip set-up names; those lines say nothing.
+pip_install() {
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$@" 2> >(grep -v "is ignored: it is neither" >&2)
+}
+pip_install -r "$SUPPORT/requirements.txt"
+pip_install --no-deps "sglang==$SGLANG_VERSION" "torchvision==$TORCHVISION_VERSION"
 
 site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 if ! patch -s -d "$site" -p1 -R --dry-run <"$SUPPORT/torchvision-fake-ops.patch" >/dev/null 2>&1; then
@@ -52,6 +55,9 @@ fi
 mkdir -p "$site/sgl_kernel"
 cp "$SUPPORT/sgl_kernel/__init__.py" "$site/sgl_kernel/__init__.py"
 
-SGLANG_USE_CPU_ENGINE=1 "$VENV/bin/python" -m sglang.launch_server --help >/dev/null
+# What the server's processes import (argument resolution, HTTP server, scheduler, detokenizer):
+# a missing dependency fails here, not at the first launch.
+SGLANG_USE_CPU_ENGINE=1 "$VENV/bin/python" -W ignore -c "import sglang.srt.arg_groups.pipeline, \
+sglang.srt.entrypoints.http_server, sglang.srt.managers.scheduler, sglang.srt.managers.detokenizer_manager"
 echo "$digest" >"$STAMP"
 echo "setup-sglang-cpu: ready in $((SECONDS - started)) s, $(du -sh "$VENV" | cut -f1) in .engines/sglang"
