@@ -47,7 +47,7 @@ class SimServer:
         self.host = host
         self.port = 0
         self.tokenizer = Tokenizer()
-        self._token_log = open(config.token_log, "a", encoding="utf-8") if config.token_log else None
+        self._token_log = open(config.token_log, "a", encoding="utf-8", buffering=1) if config.token_log else None
         self.engine = Engine(config, self.tokenizer, self._token_log)
         self._loop = asyncio.get_running_loop()
         self._thread_id = threading.get_ident()
