@@ -76,7 +76,6 @@ def server_check(before: Scrape, after: Scrape, during: Sequence[Scrape]) -> Ser
     row = metrics.engine_metrics(after.samples)
     if row is None:
         return None
-    generated = [metrics.counter(s.samples, row.generated_tokens) for s in (before, after)]
 
     def change(name: str | None) -> metrics.Histogram | None:
         late = metrics.histogram(after.samples, name)
@@ -87,8 +86,13 @@ def server_check(before: Scrape, after: Scrape, during: Sequence[Scrape]) -> Ser
     waiting = [v for v in (metrics.counter(s.samples, row.waiting) for s in fresh) if v is not None]
     running = [v for v in (metrics.counter(s.samples, row.running) for s in fresh) if v is not None]
     trips = [s.round_trip for s in (before, after, *during)]
-    tokens = int(generated[1] - generated[0]) if None not in generated else None
-    later_tokens = tokens - ttft.count if tokens is not None and ttft else None
+    if row.itl_counts_tokens:
+        tokens = int(ttft.count + itl.count) if ttft and itl else None
+        later_tokens = itl.count if itl else None
+    else:
+        generated = [metrics.counter(s.samples, row.generated_tokens) for s in (before, after)]
+        tokens = int(generated[1] - generated[0]) if None not in generated else None
+        later_tokens = tokens - ttft.count if tokens is not None and ttft else None
     return ServerCheck(
         metrics=row.engine,
         generated_tokens=tokens,

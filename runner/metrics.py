@@ -17,19 +17,25 @@ class EngineMetrics(msgspec.Struct, frozen=True, kw_only=True):
     engine: str
     waiting: str
     running: str
+    # A counter of generated tokens that moves as they are generated.
     generated_tokens: str | None = None
     ttft_seconds: str | None = None
     itl_seconds: str | None = None
     queue_seconds: str | None = None
+    # True where the ITL histogram counts every token after a request's first (its count is
+    # tokens, not steps): then a window's tokens are its count plus the TTFT histogram's.
+    itl_counts_tokens: bool = False
 
 
 ENGINE_METRICS: tuple[EngineMetrics, ...] = (
     EngineMetrics(engine="vllm", waiting="vllm:num_requests_waiting", running="vllm:num_requests_running",
                   generated_tokens="vllm:generation_tokens_total", ttft_seconds="vllm:time_to_first_token_seconds",
                   itl_seconds="vllm:inter_token_latency_seconds", queue_seconds="vllm:request_queue_time_seconds"),
+    # sglang:generation_tokens_total moves only when a request ends, by all its tokens at once, so a
+    # window's tokens come from the histograms, which SGLang observes as each chunk goes out.
     EngineMetrics(engine="sglang", waiting="sglang:num_queue_reqs", running="sglang:num_running_reqs",
-                  generated_tokens="sglang:generation_tokens_total", ttft_seconds="sglang:time_to_first_token_seconds",
-                  itl_seconds="sglang:inter_token_latency_seconds", queue_seconds="sglang:queue_time_seconds"),
+                  ttft_seconds="sglang:time_to_first_token_seconds", itl_seconds="sglang:inter_token_latency_seconds",
+                  queue_seconds="sglang:queue_time_seconds", itl_counts_tokens=True),
     EngineMetrics(engine="llama.cpp", waiting="llamacpp:requests_deferred", running="llamacpp:requests_processing",
                   generated_tokens="llamacpp:tokens_predicted_total"),
     EngineMetrics(engine="tgi", waiting="tgi_queue_size", running="tgi_batch_current_size"),

@@ -99,9 +99,9 @@ class ServerCheck(msgspec.Struct, kw_only=True):
     """The server's own accounting of one decode window: /metrics read right before and after it.
 
     Latencies are the change of the server's histograms over the window: means exact (sum over
-    count), medians estimated inside their bucket. An engine observes inter-token latency once per
+    count), medians estimated inside their bucket. vLLM observes inter-token latency once per
     step, however many tokens the step gave, so `itl_per_token_ms` spreads the summed latency
-    over the tokens after each request's first. Gauges come from the scrapes taken during the
+    over the tokens after each request's first (SGLang counts it per token already). Gauges come from the scrapes taken during the
     window that answered promptly; `stale_scrapes` counts those that did not and were set aside.
     """
 

@@ -72,10 +72,15 @@ def make_tiny_llama(out: Path) -> Path:
 
 
 def server_env(cache: Path) -> dict[str, str]:
-    """The environment SGLang runs in: CPU engine, offline, every cache inside `cache`."""
+    """The environment SGLang runs in: CPU engine, one compute thread, offline, every cache inside `cache`.
+
+    One thread: torch's OpenMP threads wait on each other at every step, and on two shared cores
+    one of them is often descheduled; 4 streams of 64 tokens took 16–22 s with two threads and
+    0.8 s with one, side by side on a loaded machine.
+    """
     env = os.environ.copy()
     env.update({
-        "SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+        "SGLANG_USE_CPU_ENGINE": "1", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
         "HF_HOME": str(cache / "hf"), "XDG_CACHE_HOME": str(cache), "TRITON_CACHE_DIR": str(cache / "triton"),
         "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"), "PYTHONDONTWRITEBYTECODE": "1",
     })

@@ -36,6 +36,29 @@ def test_one_table_names_each_engines_metrics() -> None:
     assert engine_metrics(parse_prometheus("something_else 1\n")) is None
 
 
+def sglang_text(ended_tokens: int, itl_count: int, itl_sum: float, ttft_count: int, ttft_sum: float) -> str:
+    """An SGLang /metrics page: `ended_tokens` credited by requests that ended; all ITL and TTFT observations
+    in BOUNDS' 0.025 bucket (SGLang adds a chunk's tokens to the ITL count, one per token)."""
+    labels = 'model_name="m"'
+    lines = [f"sglang:num_queue_reqs{{{labels}}} 0", f"sglang:num_running_reqs{{{labels}}} 4",
+             f'sglang:generation_tokens_total{{{labels},is_streaming="true"}} {ended_tokens}']
+    for name, count, total in (("sglang:inter_token_latency_seconds", itl_count, itl_sum),
+                               ("sglang:time_to_first_token_seconds", ttft_count, ttft_sum)):
+        lines += [f'{name}_bucket{{{labels},le="{le}"}} {0 if le == "0.01" else count}' for le in BOUNDS]
+        lines += [f"{name}_sum{{{labels}}} {total}", f"{name}_count{{{labels}}} {count}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_sglang_window_counts_tokens_from_its_histograms() -> None:
+    """SGLang credits generation_tokens_total when a request ends, all at once: no request ended in
+    this window, yet 4 streams gave 400 tokens, as its TTFT (4) and ITL (396) counts say."""
+    before = scrape(sglang_text(512, 100, 2.0, 2, 0.1))
+    after = scrape(sglang_text(512, 496, 9.92, 6, 0.3), at=5)
+    check = server_check(before, after, [])
+    assert check.metrics == "sglang" and check.generated_tokens == 400 and check.requests == 4
+    assert check.itl_per_token_ms == pytest.approx(check.itl_mean_ms) == pytest.approx(20.0)
+
+
 def test_histogram_change_mean_and_median() -> None:
     before = histogram(parse_prometheus(vllm_text(0, [1, 1, 1, 1], 0.005, [0, 0, 0, 0], 0)), "vllm:inter_token_latency_seconds")
     after = histogram(parse_prometheus(vllm_text(0, [1, 5, 9, 9], 0.245, [0, 0, 0, 0], 0)), "vllm:inter_token_latency_seconds")
