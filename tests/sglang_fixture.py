@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,22 +20,15 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT
-from tests.llama_fixture import _free_port
+from tests.engines.serving import engine_missing, free_port, wait_healthy
 
 SGLANG_PYTHON = ROOT / ".engines" / "sglang" / "bin" / "python"
-SETUP = "bash scripts/setup-sglang-cpu.sh (make test runs it)"
+SETUP = "make engines-sglang"
 MAX_RUNNING = 4
 MAX_OUTPUT = 256
 KV_TOKENS = 8 * (1024 + MAX_OUTPUT) + 2048
 STREAM_INTERVAL = 2
 START_TIMEOUT_S = 300.0
-
-
-def missing_engine(reason: str) -> None:
-    """Fail under CI, where the setup must have worked; skip on a developer's machine without it."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason}; CI must test against a real SGLang", pytrace=False)
-    pytest.skip(f"{reason}: run {SETUP}")
 
 
 class SglangServer:
@@ -90,7 +82,7 @@ def server_env(cache: Path) -> dict[str, str]:
 def start_sglang_server(model: Path, folder: Path, max_running: int = MAX_RUNNING,
                         kv_tokens: int = KV_TOKENS) -> SglangServer:
     """Start SGLang on a free loopback port and wait until it serves /health."""
-    port = _free_port()
+    port = free_port()
     command = [
         str(SGLANG_PYTHON), "-m", "sglang.launch_server", "--model-path", str(model),
         "--host", "127.0.0.1", "--port", str(port), "--device", "cpu", "--enable-metrics",
@@ -102,25 +94,19 @@ def start_sglang_server(model: Path, folder: Path, max_running: int = MAX_RUNNIN
     process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=server_env(folder / "cache"),
                                cwd=folder, start_new_session=True)
     server = SglangServer(f"http://127.0.0.1:{port}/v1", command, process, log)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"SGLang exited with {process.returncode}: {log.read_text()[-3000:]}")
-        try:
-            if httpx.get(server.root + "/health", timeout=2).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    server.stop()
-    raise RuntimeError(f"SGLang did not become ready in {START_TIMEOUT_S:g} s: {log.read_text()[-3000:]}")
+    try:
+        wait_healthy(process, server.root + "/health", log, START_TIMEOUT_S, "SGLang")
+    except RuntimeError:
+        server.stop()
+        raise
+    return server
 
 
 @pytest.fixture(scope="session")
 def sglang_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SglangServer]:
     """One SGLang server for the whole session, limited as the module docstring says."""
     if not SGLANG_PYTHON.exists():
-        missing_engine(f"no SGLang venv at {SGLANG_PYTHON.parent.parent}")
+        engine_missing(f"no SGLang venv at {SGLANG_PYTHON.parent.parent}", SETUP)
     folder = tmp_path_factory.mktemp("sglang")
     try:
         server = start_sglang_server(make_tiny_llama(folder / "model"), folder)
