@@ -90,7 +90,7 @@ def make_tiny_gguf(path: Path, context_length: int = 8192) -> Path:
     return path
 
 
-def _free_port() -> int:
+def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -119,7 +119,7 @@ class LlamaServer:
 def start_llama_server(model: Path, log: Path, context: int = 8192, slots: int = SLOTS,
                        extra: tuple[str, ...] = ()) -> LlamaServer:
     """Start llama-server on a free port with `extra` flags and wait until /health answers 200."""
-    port = _free_port()
+    port = free_port()
     command = [
         llama_server_binary(), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
         "-np", str(slots), "-c", str(context), "--metrics", "--slots", "-t", "1", "--no-warmup", *extra,
