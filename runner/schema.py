@@ -139,7 +139,9 @@ class DecodeCell(msgspec.Struct, kw_only=True):
     """One sustained-decode measurement: C tokens of context, N requests at once.
 
     The medians are `ttft_ms` and `tbt_ms`; the tail percentiles beside them are
-    recorded by the runner and carried by importers whose source has them.
+    recorded by the runner and carried by importers whose source has them. The runner also
+    records when the window started (UTC), the server's own account of it (`server`), how
+    well the client kept up (`client`), and for a Distorted cell why (`distortion`).
     """
 
     context_tokens: Tokens
