@@ -23,6 +23,8 @@ def test_distorted_cell_legend_reason_and_machine(tmp_path: Path) -> None:
     cell = next(c for c in bundle["decode"] if c["status"] == "Valid")
     cell["status"] = "Distorted"
     cell["distortion"] = "TTFT 40.0 ms against the server's 10.0 ms <script>"
+    queued = next(c for c in bundle["decode"] if c["status"] == "Requests queued")
+    queued["distortion"] = "the client counted 960 tokens, the server generated 1,000 (-4.0%)"
     bundle["hardware"]["client"] = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 2, "memory_gb": 23.5}
     bundle["hardware"]["gpu_driver"] = "570.86.15"
     bundle["hardware"]["cuda_version"] = "12.8"
@@ -35,7 +37,8 @@ def test_distorted_cell_legend_reason_and_machine(tmp_path: Path) -> None:
     distorted = re.search(r'<td class="cell status-distorted"([^>]*)>(.*?)</td>', matrix)
     assert distorted and "--heat" not in distorted.group(1) and "&lt;script&gt;" in distorted.group(1)
     assert '<span class="note">Distorted</span>' in distorted.group(2) and 'class="value"' in distorted.group(2)
-    assert "Why cells are marked Distorted" in after and "against the server&#39;s 10.0 ms &lt;script&gt;" in after
+    assert "Where the figures disagree with the server" in after and "against the server&#39;s 10.0 ms &lt;script&gt;" in after
+    assert "(Requests queued): the client counted 960 tokens" in after
     assert "Measuring machine" in after and "Intel(R) Xeon(R) Processor" in after and "570.86.15" in after
     assert "Measuring machine" not in matrix and "570.86.15" not in matrix
     rows = {r["id"]: r for r in csv.DictReader(io.StringIO((out / "runs.csv").read_text()))}

@@ -74,7 +74,7 @@ def test_matrix_statuses_and_every_cell_against_vllms_own_accounting(vllm_server
                        f"{client.attempts} window(s)")
         if cell.status == "Distorted":
             assert cell.distortion, key
-        else:
+        if not cell.distortion:  # the cross-check let it pass: it must agree with vLLM's count
             assert abs(off) <= 0.01, key
         if cell.status == "Valid":  # plausible: no faster than vLLM's histogram allows, streams really active
             assert cell.per_request_tok_s <= 1.02 * 1000 / server.itl_per_token_ms, key
