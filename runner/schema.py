@@ -99,7 +99,8 @@ class ServerCheck(msgspec.Struct, kw_only=True):
     """The server's own accounting of one decode window: /metrics read right before and after it.
 
     Latencies are the change of the server's histograms over the window: means exact (sum over
-    count), medians estimated inside their bucket. An engine observes inter-token latency once per
+    count), medians estimated inside their bucket. The gauges' maxima take every scrape of the
+    window, slow ones too (they still read some moment inside it). An engine observes inter-token latency once per
     step, however many tokens the step gave, so `itl_per_token_ms` spreads the summed latency
     over the tokens after each request's first. Gauges come from the scrapes taken during the
     window that answered promptly; `stale_scrapes` counts those that did not and were set aside.
@@ -119,6 +120,7 @@ class ServerCheck(msgspec.Struct, kw_only=True):
     waiting_share: Rate | None = None
     waiting_seen: Count = 0
     running_mean: Rate | None = None
+    running_max: Rate | None = None
     scrapes: Count = 0
     stale_scrapes: Count = 0
     scrape_max_ms: Rate | None = None
