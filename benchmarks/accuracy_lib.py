@@ -10,14 +10,12 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import re
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import msgspec
 
 from runner.cell import decode_figures
@@ -73,34 +71,21 @@ def cell_error(cell: DecodeCell, traces: list) -> CellError:
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def run_matrix(folder: Path, duration: float, config: SimConfig = CONFIG, contexts: list[int] = CONTEXTS,
                concurrency: list[int] = CONCURRENCY) -> tuple[Bundle, list[CellError]]:
     """Serve the simulator in its own process, measure the matrix, and compare every measured cell."""
     log_path = folder / "tokens.jsonl"
     settings = folder / "sim.json"
     settings.write_bytes(msgspec.json.encode(msgspec.structs.replace(config, token_log=str(log_path))))
-    port = _free_port()
     server = subprocess.Popen([sys.executable, "-m", "runner", "simulate", "--serve-only", "--sim-config",
-                               str(settings), "--port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                               str(settings), "--port", "0"], cwd=ROOT, stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
-        base = f"http://127.0.0.1:{port}/v1"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(base + "/models", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise RuntimeError("the simulator did not start")
-            time.sleep(0.1)
+        announced = server.stdout.readline()  # "Simulating MODEL at http://127.0.0.1:PORT/v1 (Ctrl-C stops)"
+        match = re.search(r"(http://\S+/v1)", announced)
+        if match is None:
+            raise RuntimeError(f"the simulator did not start: {announced!r}")
+        base = match.group(1)
         out = folder / "run.json"
         options = Options(base_url=base, out=out, contexts=contexts, prefill_contexts=contexts[:1],
                           concurrency=concurrency, duration=duration, max_output=MAX_OUTPUT)

@@ -113,12 +113,16 @@ class CellRunner:
         await asyncio.gather(*(self.one_token(p) for p in prompts))
 
     async def decode(self, context: int, prompts: Sequence[Prompt], duration: float) -> DecodeCell:
-        """Measure the cell; a window the cross-check finds distorted is measured again, MAX_ATTEMPTS in all."""
+        """Measure the cell; a window the cross-check finds distorted is measured again, MAX_ATTEMPTS in all.
+
+        The last window is kept. A queue the server reported keeps its status even if every window
+        was distorted; the reason is recorded beside it all the same.
+        """
         for attempt in range(1, MAX_ATTEMPTS + 1):
             cell = await self.decode_once(context, prompts, duration)
             if isinstance(cell.client, ClientCheck):
                 cell.client.attempts = attempt
-            if cell.status != "Distorted":
+            if not cell.distortion:  # also a Requests queued cell: its figures are published too
                 break
         return cell
 

@@ -85,6 +85,9 @@ def server_check(before: Scrape, after: Scrape, during: Sequence[Scrape]) -> Ser
     fresh = [s for s in during if s.round_trip <= STALE_SCRAPE_S]
     waiting = [v for v in (metrics.counter(s.samples, row.waiting) for s in fresh) if v is not None]
     running = [v for v in (metrics.counter(s.samples, row.running) for s in fresh) if v is not None]
+    # A slow scrape still read its gauges at some moment inside the window: good for "ever".
+    ever_waiting = [v for v in (metrics.counter(s.samples, row.waiting) for s in during) if v is not None]
+    ever_running = [v for v in (metrics.counter(s.samples, row.running) for s in during) if v is not None]
     trips = [s.round_trip for s in (before, after, *during)]
     if row.itl_counts_tokens:
         tokens = int(ttft.count + itl.count) if ttft and itl else None
@@ -104,7 +107,8 @@ def server_check(before: Scrape, after: Scrape, during: Sequence[Scrape]) -> Ser
         itl_per_token_ms=ms(itl.sum / later_tokens) if itl and later_tokens and later_tokens > 0 else None,
         queue_mean_ms=ms(queue.mean) if queue else None,
         queued_share=queue.share_above(QUEUE_WAIT_S) if queue and queue.count else None,
-        waiting_max=max(waiting) if waiting else None,
+        waiting_max=max(ever_waiting) if ever_waiting else None,
+        running_max=max(ever_running) if ever_running else None,
         waiting_share=sum(v > 0 for v in waiting) / len(waiting) if waiting else None,
         waiting_seen=sum(v > 0 for v in waiting),
         running_mean=statistics.fmean(running) if running else None,
@@ -181,14 +185,20 @@ def server_queued(server: ServerCheck | None) -> bool:
 
 
 def status(server: ServerCheck | None, reason: str | None, avg_active: float, concurrency: int) -> str:
-    """The cell's status from the three queue signs and the distortion verdict.
+    """The cell's status from the queue signs and the distortion verdict.
 
-    A queue the server reports wins; then distortion, since bursty delivery also shortens the
-    client's view of how long streams were active; then average active requests under
-    ACTIVE_FRACTION of those sent, which no stale gauge can hide, is a queue too.
+    A queue the server reports wins. So do average active requests under ACTIVE_FRACTION of
+    those sent, which no stale gauge can hide, where the server's gauges (read at any moment of
+    the window, however slowly) saw a request waiting or never saw all N running. Otherwise a
+    distorted window is Distorted, since bursty delivery also shortens the client's view of how
+    long streams were active; and an undistorted one with too few active requests is queued.
     """
+    short = avg_active < ACTIVE_FRACTION * concurrency
     if server_queued(server):
+        return "Requests queued"
+    if short and (server is None or (server.waiting_max or 0) > 0
+                  or (server.running_max is not None and server.running_max < concurrency)):
         return "Requests queued"
     if reason:
         return "Distorted"
-    return "Requests queued" if avg_active < ACTIVE_FRACTION * concurrency else "Valid"
+    return "Requests queued" if short else "Valid"

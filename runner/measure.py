@@ -70,7 +70,8 @@ def _summary(item: PrefillPoint | DecodeCell) -> str:
         return f"{item.prompt_tok_s:,.1f} prompt tok/s, {item.ttft_ms:,.0f} ms TTFT"
     if item.total_tok_s is None:
         return item.status
-    return f"{item.status}: {item.total_tok_s:,.1f} tok/s, {item.ttft_ms or 0:,.0f} ms TTFT"
+    line = f"{item.status}: {item.total_tok_s:,.1f} tok/s, {item.ttft_ms or 0:,.0f} ms TTFT"
+    return line + (f" ({item.distortion})" if item.status == "Distorted" and item.distortion else "")
 
 
 def _find_journal(options: Options) -> Path:

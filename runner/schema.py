@@ -99,10 +99,12 @@ class ServerCheck(msgspec.Struct, kw_only=True):
     """The server's own accounting of one decode window: /metrics read right before and after it.
 
     Latencies are the change of the server's histograms over the window: means exact (sum over
-    count), medians estimated inside their bucket. vLLM observes inter-token latency once per
-    step, however many tokens the step gave, so `itl_per_token_ms` spreads the summed latency
-    over the tokens after each request's first (SGLang counts it per token already). Gauges come from the scrapes taken during the
-    window that answered promptly; `stale_scrapes` counts those that did not and were set aside.
+    count), medians estimated inside their bucket. The gauges' maxima take every scrape of the
+    window, slow ones too (they still read some moment inside it). vLLM observes inter-token
+    latency once per step, however many tokens the step gave, so `itl_per_token_ms` spreads the
+    summed latency over the tokens after each request's first (SGLang counts it per token
+    already). Gauges come from the scrapes taken during the window that answered promptly;
+    `stale_scrapes` counts those that did not and were set aside.
     """
 
     metrics: Text
@@ -119,6 +121,7 @@ class ServerCheck(msgspec.Struct, kw_only=True):
     waiting_share: Rate | None = None
     waiting_seen: Count = 0
     running_mean: Rate | None = None
+    running_max: Rate | None = None
     scrapes: Count = 0
     stale_scrapes: Count = 0
     scrape_max_ms: Rate | None = None
@@ -139,7 +142,9 @@ class DecodeCell(msgspec.Struct, kw_only=True):
     """One sustained-decode measurement: C tokens of context, N requests at once.
 
     The medians are `ttft_ms` and `tbt_ms`; the tail percentiles beside them are
-    recorded by the runner and carried by importers whose source has them.
+    recorded by the runner and carried by importers whose source has them. The runner also
+    records when the window started (UTC), the server's own account of it (`server`), how
+    well the client kept up (`client`), and for a Distorted cell why (`distortion`).
     """
 
     context_tokens: Tokens

@@ -272,9 +272,14 @@ def error_lines(bundle: Bundle) -> list[str]:
 
 
 def distortion_lines(bundle: Bundle) -> list[str]:
-    """Why each Distorted cell is marked so, shown below the page's matrix element."""
-    return [f"{f.context_label(c.context_tokens)} × {c.concurrency}: {c.distortion}"
-            for c in sorted_decode(bundle) if c.status == DISTORTED and c.distortion]
+    """Why each cell the cross-check found distorted is so, shown below the page's matrix element.
+
+    Distorted cells, and Requests queued cells whose windows were distorted too (the queue the
+    server reported decides their status).
+    """
+    return [f"{f.context_label(c.context_tokens)} × {c.concurrency}"
+            f"{'' if c.status == DISTORTED else f' ({c.status})'}: {c.distortion}"
+            for c in sorted_decode(bundle) if c.distortion]
 
 
 def machine_fields(bundle: Bundle) -> list[Field]:

@@ -78,7 +78,7 @@ def test_server_check_of_a_window() -> None:
     assert check.generated_tokens == 1000 and check.requests == 10
     assert check.itl_mean_ms == pytest.approx(20.0) and check.itl_per_token_ms == pytest.approx(20.0)
     assert check.ttft_mean_ms == pytest.approx(15.0)
-    assert check.waiting_max == 2 and check.stale_scrapes == 1 and check.scrape_max_ms == pytest.approx(3000)
+    assert check.waiting_max == 9 and check.waiting_share == 1.0 and check.stale_scrapes == 1 and check.scrape_max_ms == pytest.approx(3000)
 
 
 def _trace(start: float, times: list[float]) -> Trace:
@@ -117,6 +117,10 @@ def test_status_from_queue_signs_and_distortion() -> None:
     assert status(ServerCheck(metrics="vllm", waiting_share=1.0, waiting_seen=4), None, 4.0, 4) == "Requests queued"
     assert status(ServerCheck(metrics="vllm", waiting_share=1.0, waiting_seen=1), None, 4.0, 4) == "Valid"  # a blip
     assert status(None, None, 3.5, 4) == "Valid" and status(None, None, 3.0, 4) == "Requests queued"
+    # Every prompt scrape was late, but some scrape saw four running of eight sent: a queue, not distortion.
+    late = ServerCheck(metrics="vllm", running_max=4, waiting_max=0)
+    assert status(late, "TTFT 900 ms against the server's 400 ms", 3.9, 8) == "Requests queued"
+    assert status(ServerCheck(metrics="vllm", running_max=1), "bursts", 0.3, 1) == "Distorted"
 
 
 def test_tokens_the_client_missed_are_distortion() -> None:

@@ -74,13 +74,15 @@ def test_matrix_statuses_and_every_cell_against_vllms_own_accounting(vllm_server
                        f"{client.attempts} window(s)")
         if cell.status == "Distorted":
             assert cell.distortion, key
-        else:
+        if not cell.distortion:  # the cross-check let it pass: it must agree with vLLM's count
             assert abs(off) <= 0.01, key
         if cell.status == "Valid":  # plausible: no faster than vLLM's histogram allows, streams really active
             assert cell.per_request_tok_s <= 1.02 * 1000 / server.itl_per_token_ms, key
             assert cell.avg_active >= 0.8 * cell.concurrency, key
-    assert cells[1024, 8].avg_active < 0.8 * 8 or (cells[1024, 8].server.waiting_max or 0) > 0
-    assert cells[1024, 8].server.running_mean <= MAX_NUM_SEQS
+    # vLLM never ran more than four at once, by its gauge (where a scrape answered promptly) and by the client.
+    queued = cells[1024, 8]
+    assert queued.server.running_mean is None or queued.server.running_mean <= MAX_NUM_SEQS
+    assert queued.avg_active <= MAX_NUM_SEQS + 0.1
 
 
 def test_resume_measures_only_what_the_journal_lacks(vllm_server: VllmServer, tmp_path: Path) -> None:  # noqa: F811

@@ -8,7 +8,6 @@ CI must mean the runner was proven against the real engine.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,6 +15,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.engines.serving import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_PYTHON = ROOT / ".engines" / "vllm" / "bin" / "python"
@@ -34,13 +35,6 @@ def _unavailable(reason: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (CI must test against a real vLLM: make engines-vllm)")
     pytest.skip(f"{reason}: run make engines-vllm")
-
-
-def _free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class VllmServer:
@@ -66,7 +60,7 @@ def make_tiny_llama(folder: Path) -> Path:
 
 def start_vllm_server(model: Path, folder: Path) -> VllmServer:
     """Start vLLM's OpenAI server on a free loopback port; wait until it lists the model."""
-    port = _free_port()
+    port = free_port()
     command = [
         str(VENV_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
         "--host", "127.0.0.1", "--port", str(port), "--dtype", DTYPE, "--enforce-eager",
