@@ -13,13 +13,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import FIGURES, ROOT
 from tests.engines.serving import engine_missing, free_port, wait_healthy
 
 SGLANG_PYTHON = ROOT / ".engines" / "sglang" / "bin" / "python"
@@ -54,6 +55,12 @@ class SglangServer:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
+
+
+def installed_version() -> str:
+    """The sglang release in the venv, from its dist-info folder's name."""
+    (info,) = SGLANG_PYTHON.parent.parent.glob("lib/python*/site-packages/sglang-*.dist-info")
+    return info.name.removeprefix("sglang-").removesuffix(".dist-info")
 
 
 def make_tiny_llama(out: Path) -> Path:
@@ -109,8 +116,11 @@ def sglang_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SglangSe
         engine_missing(f"no SGLang venv at {SGLANG_PYTHON.parent.parent}", SETUP)
     folder = tmp_path_factory.mktemp("sglang")
     try:
-        server = start_sglang_server(make_tiny_llama(folder / "model"), folder)
+        model = make_tiny_llama(folder / "model")
+        started = time.monotonic()
+        server = start_sglang_server(model, folder)
     except (RuntimeError, subprocess.SubprocessError) as exc:
         pytest.fail(f"SGLang could not start: {exc}", pytrace=False)
+    FIGURES.append(f"SGLang {installed_version()} on CPU: ready in {time.monotonic() - started:.0f} s")
     yield server
     server.stop()

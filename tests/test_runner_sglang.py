@@ -19,7 +19,7 @@ from runner.prompts import request_body
 from runner.schema import Bundle, ClientCheck, ServerCheck, decode_bundle
 from tests.conftest import FIGURES
 from tests.sglang_fixture import (  # noqa: F401
-    KV_TOKENS, MAX_OUTPUT, MAX_RUNNING, SGLANG_PYTHON, STREAM_INTERVAL, SglangServer, sglang_server,
+    KV_TOKENS, MAX_OUTPUT, MAX_RUNNING, STREAM_INTERVAL, SglangServer, installed_version, sglang_server,
 )
 
 pytestmark = pytest.mark.sglang
@@ -28,12 +28,6 @@ CONTEXTS, CONCURRENCY = (1024, 2048), (1, 4, 8)
 WINDOW_S = 4.0
 # How far a Valid cell's per-request tok/s (a median over streams) may sit above SGLang's mean rate.
 PER_REQUEST_SPREAD = 1.25
-
-
-def installed_version() -> str:
-    """The sglang release in the venv, from its dist-info folder's name."""
-    (info,) = SGLANG_PYTHON.parent.parent.glob("lib/python*/site-packages/sglang-*.dist-info")
-    return info.name.removeprefix("sglang-").removesuffix(".dist-info")
 
 
 def counter(server: SglangServer, name: str) -> float:
