@@ -2,10 +2,10 @@
 
 SGLang runs from its own venv, .engines/sglang (scripts/setup-sglang-cpu.sh, run by `make test`).
 The server is limited so that the judging matrix (contexts 1K and 2K, concurrency 1, 4 and 8,
-MAX_OUTPUT tokens a request) meets both limits: MAX_RUNNING requests run at once, so 8 queue,
-and a KV pool of KV_TOKENS holds 8 × (1K + output) but not 8 × (2K + output). Every streamed
-chunk after the first carries STREAM_INTERVAL tokens, so counting chunks instead of usage would
-come out short by that factor.
+MAX_OUTPUT tokens a request) meets both limits: MAX_RUNNING requests run at once, so of 8 the
+rest wait, and a KV pool of KV_TOKENS holds 8 × (1K + output) but not 8 × (2K + output). Every
+streamed chunk after the first carries STREAM_INTERVAL tokens or more, so counting chunks
+instead of usage would come out short by that factor at least.
 """
 
 from __future__ import annotations
