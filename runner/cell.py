@@ -198,7 +198,7 @@ class CellRunner:
                              burst_share=burst_share(traces, start, end, itl_s),
                              overrun_ms=max(0.0, end - start - duration) * 1000)
         reason = crosscheck.distortion(crosscheck.client_times(traces, end), server, client, duration,
-                                       figures.output_tokens)
+                                       figures.output_tokens, figures.per_request_tok_s)
         status = crosscheck.status(server, reason, figures.avg_active, concurrency)
         cell = DecodeCell(**base, status=status, **msgspec.structs.asdict(figures), window_started_at=started_at,
                           client=client, distortion=reason or msgspec.UNSET)

@@ -22,6 +22,9 @@ from runner.schema import ClientCheck, ServerCheck
 # Tolerances (Methodology states them). The client's mean time between tokens against the
 # server's mean inter-token latency: relative.
 ITL_TOLERANCE = 0.02
+# The published per-request tok/s (a median over requests, which may differ from the pooled
+# rate when requests ran at different speeds) against the server's mean rate: at most this above.
+PER_REQUEST_TOLERANCE = 0.1
 # The client's output tokens against the server's generated-tokens counter over the window.
 TOKENS_TOLERANCE = 0.01
 # The client's mean TTFT above the server's: absolute ms plus a share of the server's.
@@ -139,8 +142,8 @@ def client_times(traces: Sequence[Trace], end: float) -> ClientTimes:
                        itl_mean_ms=span / gaps * 1000 if gaps else None)
 
 
-def distortion(times: ClientTimes, server: ServerCheck | None, client: ClientCheck,
-               duration: float, output_tokens: int | None = None) -> str | None:
+def distortion(times: ClientTimes, server: ServerCheck | None, client: ClientCheck, duration: float,
+               output_tokens: int | None = None, per_request_tok_s: float | None = None) -> str | None:
     """Why the window's figures cannot be trusted, in one line; None when they can."""
     reasons = []
     if server is not None and server.generated_tokens and output_tokens is not None:
@@ -154,6 +157,11 @@ def distortion(times: ClientTimes, server: ServerCheck | None, client: ClientChe
             burst = f", {client.burst_share:.0%} of tokens arrived in bursts" if client.burst_share else ""
             reasons.append(f"time between tokens {times.itl_mean_ms:.3g} ms against the server's "
                            f"{server.itl_per_token_ms:.3g} ms ({off:+.1%}{burst})")
+    if server is not None and server.itl_per_token_ms and per_request_tok_s is not None:
+        allowed = (1 + PER_REQUEST_TOLERANCE) * 1000 / server.itl_per_token_ms
+        if per_request_tok_s > allowed:
+            reasons.append(f"{per_request_tok_s:,.1f} tok/s per request, above the {allowed:,.1f} the server's "
+                           f"inter-token latency allows")
     if server is not None and server.ttft_mean_ms is not None and times.ttft_mean_ms is not None:
         allowed = TTFT_TOLERANCE_MS + TTFT_TOLERANCE_SHARE * server.ttft_mean_ms
         if times.ttft_mean_ms - server.ttft_mean_ms > allowed:
@@ -188,16 +196,15 @@ def status(server: ServerCheck | None, reason: str | None, avg_active: float, co
     """The cell's status from the queue signs and the distortion verdict.
 
     A queue the server reports wins. So do average active requests under ACTIVE_FRACTION of
-    those sent, which no stale gauge can hide, where the server's gauges (read at any moment of
-    the window, however slowly) saw a request waiting or never saw all N running. Otherwise a
+    those sent, which no stale gauge can hide, where the server's waiting gauge (read at any
+    moment of the window, however slowly) saw a request waiting. Otherwise a
     distorted window is Distorted, since bursty delivery also shortens the client's view of how
     long streams were active; and an undistorted one with too few active requests is queued.
     """
     short = avg_active < ACTIVE_FRACTION * concurrency
     if server_queued(server):
         return "Requests queued"
-    if short and (server is None or (server.waiting_max or 0) > 0
-                  or (server.running_max is not None and server.running_max < concurrency)):
+    if short and (server is None or (server.waiting_max or 0) > 0):
         return "Requests queued"
     if reason:
         return "Distorted"

@@ -117,10 +117,17 @@ def test_status_from_queue_signs_and_distortion() -> None:
     assert status(ServerCheck(metrics="vllm", waiting_share=1.0, waiting_seen=4), None, 4.0, 4) == "Requests queued"
     assert status(ServerCheck(metrics="vllm", waiting_share=1.0, waiting_seen=1), None, 4.0, 4) == "Valid"  # a blip
     assert status(None, None, 3.5, 4) == "Valid" and status(None, None, 3.0, 4) == "Requests queued"
-    # Every prompt scrape was late, but some scrape saw four running of eight sent: a queue, not distortion.
-    late = ServerCheck(metrics="vllm", running_max=4, waiting_max=0)
+    # Every scrape answered late, but one saw requests waiting: with too few active, a queue, not distortion.
+    late = ServerCheck(metrics="vllm", running_max=4, waiting_max=4)
     assert status(late, "TTFT 900 ms against the server's 400 ms", 3.9, 8) == "Requests queued"
-    assert status(ServerCheck(metrics="vllm", running_max=1), "bursts", 0.3, 1) == "Distorted"
+    assert status(ServerCheck(metrics="vllm", running_max=1, waiting_max=0), "bursts", 0.3, 1) == "Distorted"
+
+
+def test_a_per_request_figure_the_servers_latency_cannot_allow_is_distortion() -> None:
+    server = ServerCheck(metrics="vllm", itl_per_token_ms=2.0)  # 500 tok/s
+    assert distortion(client_times([], 1.0), server, ClientCheck(), 5, per_request_tok_s=540.0) is None
+    reason = distortion(client_times([], 1.0), server, ClientCheck(), 5, per_request_tok_s=36_655.0)
+    assert reason == "36,655.0 tok/s per request, above the 550.0 the server's inter-token latency allows"
 
 
 def test_tokens_the_client_missed_are_distortion() -> None:
