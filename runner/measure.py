@@ -17,7 +17,7 @@ from runner.journal import Header, Journal, JournalError, journal_path, write_bu
 from runner.metadata import CHUNK_COUNTING_NOTE, build_header, check_bundle_fields, is_local
 from runner.options import Options, OptionError
 from runner.plan import Item, PlanSpec, default_contexts, default_prefill_contexts, measuring_order, over_capacity
-from runner.probe import ServerError, ServerFacts, busy_requests, probe_server, queue_length, wait_ready
+from runner.probe import ServerError, ServerFacts, busy_requests, probe_server, scrape, wait_ready
 from runner.progress import RunEvents, item_label, reporter_for, reporting
 from runner.prompts import PromptMaker, request_body
 from runner.redact import redact
@@ -101,7 +101,7 @@ class Measurement:
         self.secrets = [api_key] if api_key else []
         self.maker = PromptMaker(client, facts.model, facts.engine, secrets.token_hex(4))
         self.cells = CellRunner(client, self.maker, facts.model, self.plan.max_output, facts.ignore_eos,
-                                (lambda: queue_length(client)) if facts.queue_gauge else None)
+                                (lambda: scrape(client)) if facts.queue_gauge else None)
         self.cells.on_phase = progress.phase
         self.window_overhead: list[float] = []
 

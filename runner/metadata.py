@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import msgspec
 from slugify import slugify
 
-from runner.hardware import GpuInfo, local_os
+from runner.hardware import GpuInfo, client_machine, local_os
 from runner.launch import parse_launch
 from runner.options import METADATA_FLAGS, Metadata, MetadataFlag, OptionError, Options
 from runner.probe import ServerFacts
@@ -115,7 +115,12 @@ def build_header(options: Options, facts: ServerFacts, gpus: GpuInfo | None, api
         gpu_count=meta.gpu_count if meta.gpu_count is not None else (launch.gpu_count or (gpus.count if gpus else None)),
         vram_per_gpu_gb=meta.vram_per_gpu_gb if meta.vram_per_gpu_gb is not None else (gpus.vram_per_gpu_gb if gpus else None),
         os=meta.os or (local_os() if local else None),
+        client=client_machine(),
     )
+    if gpus and gpus.driver:
+        hardware.gpu_driver = gpus.driver
+    if gpus and gpus.cuda_version:
+        hardware.cuda_version = gpus.cuda_version
     engine = Engine(
         name=engine_name,
         version=meta.engine_version or facts.version,

@@ -1,4 +1,8 @@
-"""Prometheus text parsing and the engine gauges the runner reads from /metrics."""
+"""Prometheus text parsing and the engine metrics the runner reads from /metrics.
+
+ENGINE_METRICS is the one table of engine-specific metric names: a row per engine, a column
+per fact. A scrape is matched to the first row whose names it carries.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +10,39 @@ import re
 
 import msgspec
 
-# Waiting-queue gauges by engine; the first one present in a scrape is used.
-QUEUE_GAUGES = (
-    "vllm:num_requests_waiting",
-    "sglang:num_queue_reqs",
-    "llamacpp:requests_deferred",
-    "tgi_queue_size",
+
+class EngineMetrics(msgspec.Struct, frozen=True, kw_only=True):
+    """What one engine calls each fact the runner reads; None where it exposes none."""
+
+    engine: str
+    waiting: str
+    running: str
+    # A counter of generated tokens that moves as they are generated.
+    generated_tokens: str | None = None
+    ttft_seconds: str | None = None
+    itl_seconds: str | None = None
+    queue_seconds: str | None = None
+    # True where the ITL histogram counts every token after a request's first (its count is
+    # tokens, not steps): then a window's tokens are its count plus the TTFT histogram's.
+    itl_counts_tokens: bool = False
+
+
+ENGINE_METRICS: tuple[EngineMetrics, ...] = (
+    EngineMetrics(engine="vllm", waiting="vllm:num_requests_waiting", running="vllm:num_requests_running",
+                  generated_tokens="vllm:generation_tokens_total", ttft_seconds="vllm:time_to_first_token_seconds",
+                  itl_seconds="vllm:inter_token_latency_seconds", queue_seconds="vllm:request_queue_time_seconds"),
+    # sglang:generation_tokens_total moves only when a request ends, by all its tokens at once, so a
+    # window's tokens come from the histograms, which SGLang observes as each chunk goes out.
+    EngineMetrics(engine="sglang", waiting="sglang:num_queue_reqs", running="sglang:num_running_reqs",
+                  ttft_seconds="sglang:time_to_first_token_seconds", itl_seconds="sglang:inter_token_latency_seconds",
+                  queue_seconds="sglang:queue_time_seconds", itl_counts_tokens=True),
+    EngineMetrics(engine="llama.cpp", waiting="llamacpp:requests_deferred", running="llamacpp:requests_processing",
+                  generated_tokens="llamacpp:tokens_predicted_total"),
+    EngineMetrics(engine="tgi", waiting="tgi_queue_size", running="tgi_batch_current_size"),
 )
-# Requests in the engine's running batch, by engine.
-RUNNING_GAUGES = (
-    "vllm:num_requests_running",
-    "sglang:num_running_reqs",
-    "llamacpp:requests_processing",
-    "tgi_batch_current_size",
-)
+# Waiting-queue and running-batch gauges by engine; the first one present in a scrape is used.
+QUEUE_GAUGES = tuple(row.waiting for row in ENGINE_METRICS)
+RUNNING_GAUGES = tuple(row.running for row in ENGINE_METRICS)
 
 _LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -86,3 +109,78 @@ def kv_capacity_tokens(samples: list[Sample]) -> int | None:
                 return None
             per_engine[sample.labels.get("engine", "0")] = size
     return sum(per_engine.values()) or None
+
+
+def engine_metrics(samples: list[Sample]) -> EngineMetrics | None:
+    """The row of ENGINE_METRICS whose gauges a scrape carries, or None for an engine not in it."""
+    names = {s.name for s in samples}
+    return next((row for row in ENGINE_METRICS if row.waiting in names or row.running in names), None)
+
+
+def counter(samples: list[Sample], name: str | None) -> float | None:
+    """A counter summed over its label sets, or None when the scrape lacks it."""
+    return None if name is None else _gauge(samples, (name,))
+
+
+class Histogram(msgspec.Struct, kw_only=True):
+    """A Prometheus histogram summed over label sets: cumulative counts by upper bound, sum, count."""
+
+    buckets: list[tuple[float, float]]
+    sum: float
+    count: float
+
+    def minus(self, before: Histogram | None) -> Histogram:
+        """The observations made since `before` (itself when there was none)."""
+        if before is None:
+            return self
+        earlier = dict(before.buckets)
+        return Histogram(buckets=[(le, n - earlier.get(le, 0.0)) for le, n in self.buckets],
+                         sum=self.sum - before.sum, count=self.count - before.count)
+
+    @property
+    def mean(self) -> float | None:
+        """The exact mean of the observations, or None without any."""
+        return self.sum / self.count if self.count > 0 else None
+
+    def quantile(self, q: float) -> float | None:
+        """Estimate of the q-quantile, interpolated linearly inside its bucket as Prometheus does."""
+        if self.count <= 0:
+            return None
+        rank, lower, below = q * self.count, 0.0, 0.0
+        for le, cumulative in self.buckets:
+            if cumulative >= rank:
+                if le == float("inf"):
+                    return lower
+                inside = cumulative - below
+                return lower + (le - lower) * ((rank - below) / inside if inside > 0 else 1.0)
+            lower, below = le, cumulative
+        return lower
+
+    def share_above(self, seconds: float) -> float:
+        """Share of the observations above `seconds`, counting from the first bucket bound at or above it."""
+        if self.count <= 0:
+            return 0.0
+        at_or_below = next((n for le, n in self.buckets if le >= seconds), self.count)
+        return max(0.0, (self.count - at_or_below) / self.count)
+
+
+def histogram(samples: list[Sample], name: str | None) -> Histogram | None:
+    """The histogram `name` (its _bucket, _sum and _count series), or None when the scrape lacks it."""
+    if name is None:
+        return None
+    buckets: dict[float, float] = {}
+    total = count = None
+    for sample in samples:
+        if sample.name == name + "_bucket":
+            try:
+                le = float(sample.labels["le"])
+            except (KeyError, ValueError):
+                continue
+            buckets[le] = buckets.get(le, 0.0) + sample.value
+        elif sample.name == name + "_sum":
+            total = (total or 0.0) + sample.value
+        elif sample.name == name + "_count":
+            count = (count or 0.0) + sample.value
+    if not buckets or total is None or count is None:
+        return None
+    return Histogram(buckets=sorted(buckets.items()), sum=total, count=count)

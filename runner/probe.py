@@ -140,10 +140,10 @@ async def probe_server(client: Client, wanted_model: str | None, ready_timeout: 
     else:
         facts.engine = owner or "unknown"
 
-    scrape = await _scrape(client)
-    if scrape:
-        facts.queue_gauge = metrics.queue_length(scrape) is not None
-        from_metrics = metrics.kv_capacity_tokens(scrape)
+    samples = await scrape(client)
+    if samples:
+        facts.queue_gauge = metrics.queue_length(samples) is not None
+        from_metrics = metrics.kv_capacity_tokens(samples)
         if from_metrics:
             facts.kv_capacity, facts.kv_source = from_metrics, "vllm:cache_config_info"
     if kv_capacity:
@@ -186,7 +186,7 @@ def _llama_cpp(facts: ServerFacts, props: dict, entry: dict, unified: bool | Non
             "" if unified is False else "; assumes a KV buffer per slot (-np N): give --launch-command to tell")
 
 
-async def _scrape(client: Client) -> list[metrics.Sample]:
+async def scrape(client: Client) -> list[metrics.Sample]:
     """One scrape of /metrics, or an empty list when the server has none."""
     try:
         response = await client.get("/metrics", root=True)
@@ -195,11 +195,6 @@ async def _scrape(client: Client) -> list[metrics.Sample]:
     return metrics.parse_prometheus(response.text) if response.status_code == 200 else []
 
 
-async def queue_length(client: Client) -> float | None:
-    """Requests waiting in the server's queue right now, or None if it does not say."""
-    return metrics.queue_length(await _scrape(client))
-
-
 async def busy_requests(client: Client) -> float | None:
     """Requests running or waiting on the server right now, or None if it does not say."""
-    return metrics.busy_requests(await _scrape(client))
+    return metrics.busy_requests(await scrape(client))

@@ -83,7 +83,8 @@ def summary_line(item: PrefillPoint | DecodeCell) -> str:
         return f"{formats.prefill_tok_s(item.prompt_tok_s)} prompt tok/s, {formats.ms_whole(item.ttft_ms)} TTFT"
     if item.total_tok_s is None:
         return item.status
-    return f"{item.status}: {formats.tok_s(item.total_tok_s)} tok/s, {formats.ms_whole(item.ttft_ms or 0)} TTFT"
+    line = f"{item.status}: {formats.tok_s(item.total_tok_s)} tok/s, {formats.ms_whole(item.ttft_ms or 0)} TTFT"
+    return line + (f" ({item.distortion})" if item.status == "Distorted" and item.distortion else "")
 
 
 class Progress:

@@ -21,8 +21,8 @@ from msgspec import UNSET, UnsetType
 
 SCHEMA = 1
 
-Status = Literal["Valid", "Over capacity", "Looped", "Requests queued", "Failed"]
-STATUSES: tuple[str, ...] = ("Valid", "Over capacity", "Looped", "Requests queued", "Failed")
+Status = Literal["Valid", "Over capacity", "Looped", "Requests queued", "Distorted", "Failed"]
+STATUSES: tuple[str, ...] = ("Valid", "Over capacity", "Looped", "Requests queued", "Distorted", "Failed")
 
 # A run id is a slug: it names a folder of the site, so it must never be a path.
 RUN_ID_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,118}[a-z0-9])?$"
@@ -39,14 +39,25 @@ Rate = Annotated[float, msgspec.Meta(ge=0)]
 Text = Annotated[str, msgspec.Meta(max_length=100_000)]
 
 
+class ClientMachine(msgspec.Struct, kw_only=True):
+    """The machine the runner (the client) ran on: its load can distort what it measures."""
+
+    cpu: Text | None = None
+    cores: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    memory_gb: Rate | None = None
+
+
 class Hardware(msgspec.Struct, kw_only=True):
-    """What the server ran on."""
+    """What the server ran on, and the client machine that measured it."""
 
     type: Text | None = None
     gpu: Text | None = None
     gpu_count: Annotated[int, msgspec.Meta(ge=1)] | None = None
     vram_per_gpu_gb: Rate | None = None
     os: Text | None = None
+    gpu_driver: Text | UnsetType = UNSET
+    cuda_version: Text | UnsetType = UNSET
+    client: ClientMachine | UnsetType = UNSET
 
 
 class Engine(msgspec.Struct, kw_only=True):
@@ -84,11 +95,56 @@ class PrefillPoint(msgspec.Struct, kw_only=True):
     error: Text | None = None
 
 
+class ServerCheck(msgspec.Struct, kw_only=True):
+    """The server's own accounting of one decode window: /metrics read right before and after it.
+
+    Latencies are the change of the server's histograms over the window: means exact (sum over
+    count), medians estimated inside their bucket. The gauges' maxima take every scrape of the
+    window, slow ones too (they still read some moment inside it). vLLM observes inter-token
+    latency once per step, however many tokens the step gave, so `itl_per_token_ms` spreads the
+    summed latency over the tokens after each request's first (SGLang counts it per token
+    already). Gauges come from the scrapes taken during the window that answered promptly;
+    `stale_scrapes` counts those that did not and were set aside.
+    """
+
+    metrics: Text
+    generated_tokens: Count | None = None
+    requests: Count | None = None
+    ttft_mean_ms: Rate | None = None
+    ttft_median_ms: Rate | None = None
+    itl_mean_ms: Rate | None = None
+    itl_median_ms: Rate | None = None
+    itl_per_token_ms: Rate | None = None
+    queue_mean_ms: Rate | None = None
+    queued_share: Rate | None = None
+    waiting_max: Rate | None = None
+    waiting_share: Rate | None = None
+    waiting_seen: Count = 0
+    running_mean: Rate | None = None
+    running_max: Rate | None = None
+    scrapes: Count = 0
+    stale_scrapes: Count = 0
+    scrape_max_ms: Rate | None = None
+
+
+class ClientCheck(msgspec.Struct, kw_only=True):
+    """How well the client kept up during one decode window (see runner.selfcheck)."""
+
+    attempts: Annotated[int, msgspec.Meta(ge=1)] = 1
+    loop_lag_p99_ms: Rate | None = None
+    loop_lag_max_ms: Rate | None = None
+    cpu_share: Rate | None = None
+    burst_share: Rate | None = None
+    overrun_ms: Rate | None = None
+
+
 class DecodeCell(msgspec.Struct, kw_only=True):
     """One sustained-decode measurement: C tokens of context, N requests at once.
 
     The medians are `ttft_ms` and `tbt_ms`; the tail percentiles beside them are
-    recorded by the runner and carried by importers whose source has them.
+    recorded by the runner and carried by importers whose source has them. The runner also
+    records when the window started (UTC), the server's own account of it (`server`), how
+    well the client kept up (`client`), and for a Distorted cell why (`distortion`).
     A cell measured several times (`runner measure --repeats`) keeps every repeat, in the order
     measured, in `repeats`; its own figures are their medians, and `total_tok_s_spread_pct` is the
     spread of their total tok/s: (highest − lowest) ÷ median, in percent.
@@ -113,6 +169,10 @@ class DecodeCell(msgspec.Struct, kw_only=True):
     tbt_p99_ms: Rate | UnsetType = UNSET
     repeats: list[DecodeCell] | UnsetType = UNSET
     total_tok_s_spread_pct: Rate | UnsetType = UNSET
+    window_started_at: Annotated[dt.datetime, msgspec.Meta(tz=True)] | UnsetType = UNSET
+    server: ServerCheck | UnsetType = UNSET
+    client: ClientCheck | UnsetType = UNSET
+    distortion: Text | UnsetType = UNSET
 
 
 class Bundle(msgspec.Struct, kw_only=True):

@@ -29,13 +29,16 @@ def load_sim_config(path: Path | None) -> SimConfig:
     if not path.is_file():  # a FIFO would block the read forever
         raise OptionError(f"{path}: cannot read: not a regular file")
     try:
-        return decode_config(path.read_bytes())
+        config = decode_config(path.read_bytes())
     except OSError as exc:
         raise OptionError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except msgspec.ValidationError as exc:  # before DecodeError, its base class
         raise OptionError(f"{path}: {_validation_line(str(exc))}") from None
     except msgspec.DecodeError as exc:
         raise OptionError(f"{path}: invalid JSON: {exc}") from None
+    if config.token_log and not Path(config.token_log).parent.is_dir():
+        raise OptionError(f"{path}: $.token_log: no folder {str(Path(config.token_log).parent)!r} to write the log in")
+    return config
 
 
 def _validation_line(message: str) -> str:

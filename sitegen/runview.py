@@ -25,11 +25,15 @@ TABLE_HEADER = (
 # Legend lines in the order the published pages print them; only statuses present appear.
 LEGEND: dict[str, str] = {
     "Requests queued": "Requests queued: the server could not run all requests at once, so some waited in a queue.",
+    "Distorted": "Distorted: the client's timings disagreed with the server's own accounting, or the client "
+                 "fell behind, in every try; the figures are shown as measured but are not to be relied on.",
     "Looped": "Looped: the model kept repeating the same text, so the benchmark discarded this measurement.",
     "Over capacity": "Over capacity: not run because this many requests at this context would exceed the server's KV cache.",
     "Failed": "Failed: the requests errored or timed out, so this cell holds no measurement.",
 }
 VALUED = ("Valid", "Requests queued")
+# Shown with their figures but without heat: not a result to rank (see crosscheck).
+DISTORTED = "Distorted"
 
 
 class Field(msgspec.Struct, frozen=True):
@@ -97,6 +101,8 @@ class RunView(msgspec.Struct, frozen=True):
     legend: list[str]
     table: list[list[str]]
     errors: list[str]
+    distortions: list[str] = []
+    machine: list[Field] = []
 
 
 def _present(pairs: list[tuple[str, str | None]]) -> list[Field]:
@@ -200,11 +206,14 @@ def matrix_cell(cell: DecodeCell | None, context: str, concurrency: int, top: fl
     """A cell's display: value and TTFT, a status word, or both for Requests queued."""
     if cell is None:
         return MatrixCell(context, concurrency, "", f.EMPTY, "", "", None, None)
-    if cell.status in VALUED and cell.total_tok_s is not None:
+    if cell.status in (*VALUED, DISTORTED) and cell.total_tok_s is not None:
         ttft = f"{f.ms_whole(cell.ttft_ms)} TTFT" if cell.ttft_ms is not None else ""
+        note = "" if cell.status == "Valid" else cell.status
+        if cell.status == DISTORTED:
+            return MatrixCell(context, concurrency, cell.status, f.tok_s(cell.total_tok_s), note, ttft, None,
+                              cell.distortion or None)
         # Heat on a log scale, so small contexts' single streams still show a tint.
         heat = math.log1p(cell.total_tok_s) / math.log1p(top) if top > 0 else 0.0
-        note = "" if cell.status == "Valid" else cell.status
         return MatrixCell(context, concurrency, cell.status, f.tok_s(cell.total_tok_s), note, ttft, round(heat, 3), None)
     return MatrixCell(context, concurrency, cell.status, "", cell.status, "", None, cell.error)
 
@@ -262,6 +271,29 @@ def error_lines(bundle: Bundle) -> list[str]:
     return lines
 
 
+def distortion_lines(bundle: Bundle) -> list[str]:
+    """Why each cell the cross-check found distorted is so, shown below the page's matrix element.
+
+    Distorted cells, and Requests queued cells whose windows were distorted too (the queue the
+    server reported decides their status).
+    """
+    return [f"{f.context_label(c.context_tokens)} × {c.concurrency}"
+            f"{'' if c.status == DISTORTED else f' ({c.status})'}: {c.distortion}"
+            for c in sorted_decode(bundle) if c.distortion]
+
+
+def machine_fields(bundle: Bundle) -> list[Field]:
+    """The client machine and the GPU driver, where the runner recorded them (outside #matrix)."""
+    hw = bundle.hardware
+    client = hw.client if hw.client is not msgspec.UNSET else None
+    pairs: list[tuple[str, str | None]] = []
+    if client is not None:
+        pairs += [("Client CPU", client.cpu), ("Client cores", f.count(client.cores) if client.cores else None),
+                  ("Client memory", f"{f.plain_number(client.memory_gb)} GB" if client.memory_gb else None)]
+    pairs += [("GPU driver", hw.gpu_driver or None), ("CUDA", hw.cuda_version or None)]
+    return _present(pairs)
+
+
 def run_view(bundle: Bundle) -> RunView:
     """Build the whole display view of one run."""
     return RunView(
@@ -278,4 +310,6 @@ def run_view(bundle: Bundle) -> RunView:
         legend=legend(bundle),
         table=[prefill_row(p) for p in sorted_prefill(bundle)] + [decode_row(c) for c in sorted_decode(bundle)],
         errors=error_lines(bundle),
+        distortions=distortion_lines(bundle),
+        machine=machine_fields(bundle),
     )

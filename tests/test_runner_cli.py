@@ -58,6 +58,7 @@ def test_busy_port_is_one_line(busy_port: int, tmp_path: Path, mode: list[str]) 
     ('{"base_step_ms" 1}', "invalid JSON: JSON is malformed: expected ':' (byte 16)"),
     ('{"max_model_len": 99999999}', "max_model_len (99999999) exceeds the KV cache (65536 blocks of 16); "
                                     "it could not hold one request"),
+    ('{"token_log": "/no/such/folder/tokens.jsonl"}', "$.token_log: no folder '/no/such/folder' to write the log in"),
 ])
 def test_bad_sim_config_names_file_and_field(tmp_path: Path, text: str, expected: str) -> None:
     config = tmp_path / "bad.json"

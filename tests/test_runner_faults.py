@@ -18,13 +18,16 @@ from runner.schema import Bundle, decode_bundle
 from runner.simulator import Faults, SimConfig, start_simulator
 
 FAST = SimConfig(max_model_len=4096, base_step_ms=4, per_seq_ms=0, per_ktoken_ms=0)
+# A cell the faults left alone: measured, though on a busy machine the cross-check may find the
+# client (sharing its event loop with the simulator here) distorted it.
+MEASURED = ("Valid", "Distorted")
 SECRET = "sk-fault-test-0123456789abcdef"
 
 
 def _options(base_url: str, out: Path, **changes: object) -> Options:
     """A small, quick matrix: one context, three concurrency levels, 1 s windows."""
     settings = dict(base_url=base_url, out=out, contexts=[1024], prefill_contexts=[1024], concurrency=[1, 2, 3],
-                    duration=1.0, max_output=64, stall_timeout=1.0, ready_timeout=1.0,
+                    duration=1.0, max_output=256, stall_timeout=1.0, ready_timeout=1.0,
                     api_key_env="SPEED_MATRIX_TEST_KEY", launch_command=f"vllm serve m --api-key {SECRET}")
     settings.update(changes)
     return Options(**settings)
@@ -84,14 +87,14 @@ def test_fault_fails_the_cell_and_resume_finishes(tmp_path: Path, faults: dict, 
     out = tmp_path / "run.json"
     assert asyncio.run(_run(FAST, out, faults, **changes)) is None
     lines = _decode_lines(out)
-    assert lines[0] == (1024, 1, "Valid")
+    assert lines[0][:2] == (1024, 1) and lines[0][2] in MEASURED
     failed = [c for c in _bundle(out).decode if c.status == "Failed"]
     assert failed and all(reason in c.error for c in failed), [c.error for c in failed]
 
     assert asyncio.run(_run(FAST, out)) is None  # a healthy server again
     again = _decode_lines(out)
-    assert again[: len(lines)] == lines and again.count((1024, 1, "Valid")) == 1
-    assert [c.status for c in _bundle(out).decode] == ["Valid"] * 3
+    assert again[: len(lines)] == lines and again.count(lines[0]) == 1
+    assert all(c.status in MEASURED for c in _bundle(out).decode)
 
 
 def test_server_dies_mid_cell_stops_cleanly_keeps_cells_and_never_writes_the_key(tmp_path: Path) -> None:
@@ -99,11 +102,11 @@ def test_server_dies_mid_cell_stops_cleanly_keeps_cells_and_never_writes_the_key
     log = io.StringIO()
     message = asyncio.run(_run(FAST, out, {"die_after_s": 0.3}, log=log))
     assert message and "stopped answering" in message and "--resume" in message and "\n" not in message
-    statuses = [line[2] for line in _decode_lines(out)]
-    assert statuses[0] == "Valid" and statuses[-1] == "Failed"
+    lines = _decode_lines(out)
+    assert lines[0][2] in MEASURED and lines[-1][2] == "Failed"
     assert asyncio.run(_run(FAST, out, log=log)) is None
-    assert _decode_lines(out).count((1024, 1, "Valid")) == 1
-    assert [c.status for c in _bundle(out).decode] == ["Valid"] * 3
+    assert _decode_lines(out).count(lines[0]) == 1
+    assert all(c.status in MEASURED for c in _bundle(out).decode)
     assert "<redacted>" in (_bundle(out).launch_command or "")
     for path in tmp_path.rglob("*"):
         if path.is_file():

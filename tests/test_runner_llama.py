@@ -30,8 +30,12 @@ def test_requests_queued_exactly_where_requests_exceed_slots(llama_server, tmp_p
     assert bundle.notes is None  # timings_per_token gave a running count: no chunk-counting caveat
     assert bundle.run.served_model and bundle.run.served_model.endswith("tiny.gguf")
     assert "sk-llama-secret" not in out.read_text() and "--api-key <redacted>" in bundle.launch_command
-    statuses = {c.concurrency: c.status for c in bundle.decode}
-    assert statuses == {n: "Requests queued" if n > SLOTS else "Valid" for n in (1, 2, 4, 8)}
+    cells = {c.concurrency: c for c in bundle.decode}
+    assert cells[8].status == "Requests queued"
+    # llama.cpp has no latency histograms to check against, so a client lagging on a busy machine
+    # marks its cells Distorted, with the reason; on a quiet one they are Valid.
+    assert all(cells[n].status == "Valid" or (cells[n].status == "Distorted" and cells[n].distortion)
+               for n in (1, 2, 4)), {n: (c.status, c.distortion) for n, c in cells.items()}
     for cell in bundle.decode:
         assert cell.prompt_tokens == 300
         assert cell.total_tok_s and cell.total_tok_s > 0

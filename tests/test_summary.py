@@ -90,7 +90,7 @@ def test_requests_queued_counts_as_a_value_and_can_be_the_peak() -> None:
 def test_status_counts_cover_every_cell_and_every_status() -> None:
     bundle = make_bundle()
     counts = summarize(bundle).status_counts
-    assert list(counts) == ["Valid", "Over capacity", "Looped", "Requests queued", "Failed"]
+    assert list(counts) == ["Valid", "Over capacity", "Looped", "Requests queued", "Distorted", "Failed"]
     assert sum(counts.values()) == len(bundle.decode) == 48
     assert counts["Looped"] == counts["Requests queued"] == counts["Failed"] == 1
     assert counts["Over capacity"] == 3

@@ -69,6 +69,8 @@ class SimConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     loop_after_tokens: Annotated[int, msgspec.Meta(ge=0)] | None = None
     loop_text: Annotated[str, msgspec.Meta(min_length=1)] = " and so it goes on,"
     seed: int = 0
+    # Append every arrival and emitted batch of tokens to this file as JSON lines (see Engine).
+    token_log: str | None = None
     faults: Faults = msgspec.field(default_factory=Faults)
 
     def __post_init__(self) -> None:

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import time
 from collections.abc import Callable
+from typing import TextIO
 
 import msgspec
 
 from runner.simulator.config import SimConfig
 from runner.simulator.kv import BlockPool, PrefixCache, blocks_for
+from runner.simulator.histogram import ITL_BUCKETS, QUEUE_BUCKETS, TTFT_BUCKETS, Histogram
 from runner.simulator.textgen import TextSource, output_palette
 from runner.simulator.tokenizer import Tokenizer
 
@@ -42,13 +45,16 @@ class EngineStats(msgspec.Struct, kw_only=True):
     prefix_cache_queries_total: int
     prefix_cache_hits_total: int
     finished_total: dict[str, int]
+    ttft: Histogram
+    itl: Histogram
+    queue_time: Histogram
 
 
 class SimRequest:
     """One generation request inside the engine; its emissions arrive on `events`."""
 
     __slots__ = ("id", "prompt", "max_tokens", "limit", "limit_reason", "text", "generated",
-                 "cached_tokens", "blocks", "done", "events")
+                 "cached_tokens", "blocks", "done", "events", "arrived", "last_emit")
 
     def __init__(self, request_id: int, prompt: list[int], max_tokens: int, limit: int,
                  limit_reason: str, text: TextSource) -> None:
@@ -64,13 +70,19 @@ class SimRequest:
         self.blocks = 0
         self.done = False
         self.events: asyncio.Queue[Emission] = asyncio.Queue()
+        self.arrived = self.last_emit = 0.0
 
 
 class Engine:
     """Continuous-batching scheduler over a simulated KV cache."""
 
-    def __init__(self, config: SimConfig, tokenizer: Tokenizer) -> None:
-        """An idle engine; call start() inside a running event loop."""
+    def __init__(self, config: SimConfig, tokenizer: Tokenizer, token_log: TextIO | None = None) -> None:
+        """An idle engine; call start() inside a running event loop.
+
+        With `token_log`, every arrival and every emission is written to it as a JSON line
+        (`{"r": request id, "t": wall-clock seconds, "n": tokens}`, n = 0 on arrival): the
+        server's own record that the runner's figures are proven against.
+        """
         self.config = config
         self._pool = BlockPool(config.num_gpu_blocks)
         self._cache = PrefixCache(config.block_size, config.num_gpu_blocks, config.enable_prefix_caching)
@@ -86,6 +98,8 @@ class Engine:
         self._prefix_queries = 0
         self._prefix_hits = 0
         self._finished: collections.Counter[str] = collections.Counter()
+        self._ttft, self._itl, self._queue = Histogram(TTFT_BUCKETS), Histogram(ITL_BUCKETS), Histogram(QUEUE_BUCKETS)
+        self._token_log = token_log
         # Called with generation_tokens_total after every phase that produced tokens.
         self.on_tokens: Callable[[int], None] | None = None
 
@@ -102,8 +116,11 @@ class Engine:
         for req in [*self._waiting, *self._running.values()]:
             self.abort(req)
 
-    def submit(self, prompt: list[int], max_tokens: int, ignore_eos: bool) -> SimRequest:
-        """Queue a request for `max_tokens` tokens (fewer if EOS applies); returns it."""
+    def submit(self, prompt: list[int], max_tokens: int, ignore_eos: bool, arrived: float | None = None) -> SimRequest:
+        """Queue a request for `max_tokens` tokens (fewer if EOS applies); returns it.
+
+        `arrived` is the loop time the request reached the server (default: now).
+        """
         eos = self.config.eos_after_tokens
         if eos is not None and not ignore_eos and eos < max_tokens:
             limit, reason = eos, "stop"
@@ -112,6 +129,9 @@ class Engine:
         text = TextSource(self._palette, self._loop_tokens, self.config.loop_after_tokens,
                           seed=hash((self.config.seed, self._next_id)))
         req = SimRequest(self._next_id, prompt, max_tokens, limit, reason, text)
+        now = asyncio.get_running_loop().time()
+        req.arrived = now if arrived is None else arrived
+        self._log(req, 0, req.arrived - now)
         self._next_id += 1
         self._waiting.append(req)
         self._wake.set()
@@ -140,7 +160,13 @@ class Engine:
             prefix_cache_queries_total=self._prefix_queries,
             prefix_cache_hits_total=self._prefix_hits,
             finished_total=dict(self._finished),
+            ttft=self._ttft.copy(), itl=self._itl.copy(), queue_time=self._queue.copy(),
         )
+
+    def _log(self, req: SimRequest, tokens: int, offset: float = 0.0) -> None:
+        """One line of the token log (stamped now + `offset` seconds), when there is one."""
+        if self._token_log is not None:
+            self._token_log.write(f'{{"r":{req.id},"t":{time.time() + offset:.6f},"n":{tokens}}}\n')
 
     def _release(self, req: SimRequest) -> None:
         """Take a running request out of the batch and free its KV blocks."""
@@ -157,6 +183,7 @@ class Engine:
             if not self._pool.try_take(blocks):
                 return
             self._waiting.popleft()
+            self._queue.observe(asyncio.get_running_loop().time() - req.arrived)
             req.blocks = blocks
             req.cached_tokens = self._cache.cached_tokens(req.prompt)
             self._prefix_queries += len(req.prompt)
@@ -166,6 +193,13 @@ class Engine:
     def _emit(self, req: SimRequest, count: int) -> None:
         """Give `req` up to `count` more tokens, finishing it at its limit."""
         count = min(count, req.limit - req.generated)
+        now = asyncio.get_running_loop().time()
+        if req.generated == 0:
+            self._ttft.observe(now - req.arrived)
+        else:
+            self._itl.observe(now - req.last_emit)
+        req.last_emit = now
+        self._log(req, count)
         req.generated += count
         self.generation_tokens_total += count
         finish = None

@@ -55,4 +55,15 @@ def render_metrics(config: SimConfig, stats: EngineStats) -> str:
         lines.append(f"# HELP {name} {help_text}")
         lines.append(f"# TYPE {name} {kind}")
         lines.extend(f"{name}{_labels(labels)} {float(value)}" for labels, value in samples)
+    histograms = (
+        ("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", stats.ttft),
+        ("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", stats.itl),
+        ("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", stats.queue_time),
+    )
+    for name, help_text, histogram in histograms:
+        lines.append(f"# HELP {name} {help_text}")
+        lines.append(f"# TYPE {name} histogram")
+        lines.extend(f"{name}_bucket{_labels({**base, 'le': le})} {float(n)}" for le, n in histogram.cumulative())
+        lines.append(f"{name}_count{_labels(base)} {float(histogram.count)}")
+        lines.append(f"{name}_sum{_labels(base)} {histogram.sum}")
     return "\n".join(lines) + "\n"

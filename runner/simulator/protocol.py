@@ -35,6 +35,8 @@ class HttpRequest(msgspec.Struct, kw_only=True):
     version: str
     headers: dict[str, str]
     body: bytes
+    # Loop time when its request line arrived: where the server's own TTFT starts.
+    received: float = 0.0
 
     @property
     def keep_alive(self) -> bool:
@@ -58,6 +60,7 @@ async def read_request(reader: asyncio.StreamReader) -> HttpRequest | None:
     line = await _line(reader)
     if not line:
         return None
+    received = asyncio.get_running_loop().time()
     try:
         method, target, version = line.decode("latin-1").split()
     except ValueError:
@@ -82,7 +85,7 @@ async def read_request(reader: asyncio.StreamReader) -> HttpRequest | None:
     if not 0 <= length <= MAX_BODY_BYTES:
         raise HttpError(413, "request body too large")
     body = await reader.readexactly(length) if length else b""
-    return HttpRequest(method=method.upper(), path=target.split("?", 1)[0], version=version,
+    return HttpRequest(method=method.upper(), path=target.split("?", 1)[0], version=version, received=received,
                        headers=headers, body=body)
 
 

@@ -101,7 +101,7 @@ class Routes:
         if status is not None:
             raise ApiError(status, f"Simulated HTTP {status}.", ERROR_KINDS.get(status, "APIError"))
         responder = Responder(gen, self.faults.faults.wrong_model or self.config.model)
-        sim_req = self.engine.submit(gen.prompt, gen.max_tokens, gen.ignore_eos)
+        sim_req = self.engine.submit(gen.prompt, gen.max_tokens, gen.ignore_eos, req.received or None)
         watcher = asyncio.create_task(self._abort_on_eof(reader, sim_req))
         try:
             if gen.stream:

@@ -47,7 +47,8 @@ class SimServer:
         self.host = host
         self.port = 0
         self.tokenizer = Tokenizer()
-        self.engine = Engine(config, self.tokenizer)
+        self._token_log = open(config.token_log, "a", encoding="utf-8", buffering=1) if config.token_log else None
+        self.engine = Engine(config, self.tokenizer, self._token_log)
         self._loop = asyncio.get_running_loop()
         self._thread_id = threading.get_ident()
         self._fault_state = FaultState(Faults(), self._loop.time(), 0, config.seed)
@@ -161,6 +162,8 @@ class SimServer:
     async def _stop(self) -> None:
         """Stop the engine, then cancel connection handlers still running."""
         await self.engine.stop()
+        if self._token_log is not None:
+            self._token_log.close()
         tasks = [t for t in self._connections if t is not asyncio.current_task()]
         for task in tasks:
             task.cancel()

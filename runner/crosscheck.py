@@ -1,0 +1,211 @@
+"""Every decode window checked against the server's own accounting, and the verdict on it.
+
+/metrics is read right before and right after the window (and now and then during it). The
+change of the server's counters and histograms over the window is what the server itself
+says happened: how many tokens it generated, its inter-token latency, TTFT and queue time.
+`verdict` sets the client's figures beside those and the client's self-check (runner.selfcheck)
+and says whether the cell can be published as measured, with the reason when not.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+import msgspec
+
+from runner import metrics
+from runner.client import Trace
+from runner.schema import ClientCheck, ServerCheck
+
+# Tolerances (Methodology states them). The client's mean time between tokens against the
+# server's mean inter-token latency: relative.
+ITL_TOLERANCE = 0.02
+# The published per-request tok/s (a median over requests, which may differ from the pooled
+# rate when requests ran at different speeds) against the server's mean rate: at most this above.
+PER_REQUEST_TOLERANCE = 0.1
+# The client's output tokens against the server's generated-tokens counter over the window.
+TOKENS_TOLERANCE = 0.01
+# The client's mean TTFT above the server's: absolute ms plus a share of the server's.
+TTFT_TOLERANCE_MS = 12.0
+TTFT_TOLERANCE_SHARE = 0.05
+# Client self-check limits: event-loop lag (99th percentile), CPU share of its one core,
+# and how late the window may end. Where the server's histograms check the figures directly,
+# lag only marks a stalled client; without them it is the only check, so the limit is tighter.
+LAG_LIMIT_MS = 50.0
+LAG_LIMIT_UNCHECKED_MS = 20.0
+CPU_LIMIT = 0.9
+OVERRUN_LIMIT_S, OVERRUN_LIMIT_SHARE = 0.25, 0.05
+# A scrape slower than this answered from an unknown moment of its round trip: its gauges are set aside.
+STALE_SCRAPE_S = 0.5
+# Queue evidence: a request waited this long before running, in this share of the window's requests.
+QUEUE_WAIT_S = 0.1
+QUEUED_SHARE = 0.25
+# Without evidence from the server, average active requests under this share of those sent means a queue.
+ACTIVE_FRACTION = 0.8
+
+
+class Scrape(msgspec.Struct, kw_only=True):
+    """One read of /metrics and when it was asked for and answered (perf_counter seconds)."""
+
+    samples: list[metrics.Sample]
+    sent: float
+    received: float
+
+    @property
+    def round_trip(self) -> float:
+        """Seconds the scrape took."""
+        return self.received - self.sent
+
+
+Scraper = Callable[[], Awaitable[list[metrics.Sample]]]
+
+
+async def timed_scrape(scraper: Scraper) -> Scrape:
+    """Scrape once, time-stamped on both sides."""
+    sent = time.perf_counter()
+    samples = await scraper()
+    return Scrape(samples=samples, sent=sent, received=time.perf_counter())
+
+
+def ms(seconds: float | None) -> float | None:
+    """Seconds as milliseconds, None kept."""
+    return None if seconds is None else seconds * 1000
+
+
+def server_check(before: Scrape, after: Scrape, during: Sequence[Scrape]) -> ServerCheck | None:
+    """What the server's metrics say about the window between `before` and `after`; None if nothing."""
+    row = metrics.engine_metrics(after.samples)
+    if row is None:
+        return None
+
+    def change(name: str | None) -> metrics.Histogram | None:
+        late = metrics.histogram(after.samples, name)
+        return None if late is None else late.minus(metrics.histogram(before.samples, name))
+
+    ttft, itl, queue = change(row.ttft_seconds), change(row.itl_seconds), change(row.queue_seconds)
+    fresh = [s for s in during if s.round_trip <= STALE_SCRAPE_S]
+    waiting = [v for v in (metrics.counter(s.samples, row.waiting) for s in fresh) if v is not None]
+    running = [v for v in (metrics.counter(s.samples, row.running) for s in fresh) if v is not None]
+    # A slow scrape still read its gauges at some moment inside the window: good for "ever".
+    ever_waiting = [v for v in (metrics.counter(s.samples, row.waiting) for s in during) if v is not None]
+    ever_running = [v for v in (metrics.counter(s.samples, row.running) for s in during) if v is not None]
+    trips = [s.round_trip for s in (before, after, *during)]
+    if row.itl_counts_tokens:
+        tokens = int(ttft.count + itl.count) if ttft and itl else None
+        later_tokens = itl.count if itl else None
+    else:
+        generated = [metrics.counter(s.samples, row.generated_tokens) for s in (before, after)]
+        tokens = int(generated[1] - generated[0]) if None not in generated else None
+        later_tokens = tokens - ttft.count if tokens is not None and ttft else None
+    return ServerCheck(
+        metrics=row.engine,
+        generated_tokens=tokens,
+        requests=int(ttft.count) if ttft else None,
+        ttft_mean_ms=ms(ttft.mean) if ttft else None,
+        ttft_median_ms=ms(ttft.quantile(0.5)) if ttft else None,
+        itl_mean_ms=ms(itl.mean) if itl else None,
+        itl_median_ms=ms(itl.quantile(0.5)) if itl else None,
+        itl_per_token_ms=ms(itl.sum / later_tokens) if itl and later_tokens and later_tokens > 0 else None,
+        queue_mean_ms=ms(queue.mean) if queue else None,
+        queued_share=queue.share_above(QUEUE_WAIT_S) if queue and queue.count else None,
+        waiting_max=max(ever_waiting) if ever_waiting else None,
+        running_max=max(ever_running) if ever_running else None,
+        waiting_share=sum(v > 0 for v in waiting) / len(waiting) if waiting else None,
+        waiting_seen=sum(v > 0 for v in waiting),
+        running_mean=statistics.fmean(running) if running else None,
+        scrapes=len(trips), stale_scrapes=len(during) - len(fresh), scrape_max_ms=max(trips) * 1000,
+    )
+
+
+class ClientTimes(msgspec.Struct, kw_only=True):
+    """The client's own means over a window, on the same footing as the server's histograms."""
+
+    ttft_mean_ms: float | None
+    itl_mean_ms: float | None
+
+
+def client_times(traces: Sequence[Trace], end: float) -> ClientTimes:
+    """Mean TTFT and token-weighted mean time between tokens of the streams seen by `end`."""
+    ttfts, span, gaps = [], 0.0, 0
+    for trace in traces:
+        seen = sum(1 for t in trace.times if t <= end)
+        if not seen:
+            continue
+        ttfts.append(trace.times[0] - trace.start)
+        count = sum(trace.counts[:seen])
+        if count > 1:
+            span += trace.times[seen - 1] - trace.times[0]
+            gaps += count - 1
+    return ClientTimes(ttft_mean_ms=statistics.fmean(ttfts) * 1000 if ttfts else None,
+                       itl_mean_ms=span / gaps * 1000 if gaps else None)
+
+
+def distortion(times: ClientTimes, server: ServerCheck | None, client: ClientCheck, duration: float,
+               output_tokens: int | None = None, per_request_tok_s: float | None = None) -> str | None:
+    """Why the window's figures cannot be trusted, in one line; None when they can."""
+    reasons = []
+    if server is not None and server.generated_tokens and output_tokens is not None:
+        off = output_tokens / server.generated_tokens - 1
+        if abs(off) > TOKENS_TOLERANCE:
+            reasons.append(f"the client counted {output_tokens:,} tokens, the server generated "
+                           f"{server.generated_tokens:,} ({off:+.1%})")
+    if server is not None and server.itl_per_token_ms and times.itl_mean_ms is not None:
+        off = times.itl_mean_ms / server.itl_per_token_ms - 1
+        if abs(off) > ITL_TOLERANCE:
+            burst = f", {client.burst_share:.0%} of tokens arrived in bursts" if client.burst_share else ""
+            reasons.append(f"time between tokens {times.itl_mean_ms:.3g} ms against the server's "
+                           f"{server.itl_per_token_ms:.3g} ms ({off:+.1%}{burst})")
+    if server is not None and server.itl_per_token_ms and per_request_tok_s is not None:
+        allowed = (1 + PER_REQUEST_TOLERANCE) * 1000 / server.itl_per_token_ms
+        if per_request_tok_s > allowed:
+            reasons.append(f"{per_request_tok_s:,.1f} tok/s per request, above the {allowed:,.1f} the server's "
+                           f"inter-token latency allows")
+    if server is not None and server.ttft_mean_ms is not None and times.ttft_mean_ms is not None:
+        allowed = TTFT_TOLERANCE_MS + TTFT_TOLERANCE_SHARE * server.ttft_mean_ms
+        if times.ttft_mean_ms - server.ttft_mean_ms > allowed:
+            reasons.append(f"TTFT {times.ttft_mean_ms:.1f} ms against the server's {server.ttft_mean_ms:.1f} ms")
+    checked = server is not None and server.itl_per_token_ms is not None and server.ttft_mean_ms is not None
+    lag_limit = LAG_LIMIT_MS if checked else LAG_LIMIT_UNCHECKED_MS
+    if client.loop_lag_p99_ms is not None and client.loop_lag_p99_ms > lag_limit:
+        reasons.append(f"the client's event loop lagged {client.loop_lag_p99_ms:.0f} ms (99th percentile)")
+    if client.cpu_share is not None and client.cpu_share > CPU_LIMIT:
+        reasons.append(f"the client used {client.cpu_share:.0%} of its core")
+    if client.overrun_ms is not None and client.overrun_ms / 1000 > max(OVERRUN_LIMIT_S, OVERRUN_LIMIT_SHARE * duration):
+        reasons.append(f"the window ended {client.overrun_ms / 1000:.2f} s late")
+    return "; ".join(reasons) or None
+
+
+def server_queued(server: ServerCheck | None) -> bool:
+    """Did the server say requests waited in its queue during the window?
+
+    Its queue-time histogram: QUEUED_SHARE of the window's requests waited QUEUE_WAIT_S or more
+    (engines observe it when a request finishes, so a short window may hold none). Its waiting
+    gauge, in the scrapes that answered promptly: above zero in two of them and in QUEUED_SHARE
+    of them (brief blips are the scheduler admitting replacements).
+    """
+    if server is None:
+        return False
+    if server.queued_share is not None and server.queued_share >= QUEUED_SHARE:
+        return True
+    return server.waiting_share is not None and server.waiting_share >= QUEUED_SHARE and server.waiting_seen >= 2
+
+
+def status(server: ServerCheck | None, reason: str | None, avg_active: float, concurrency: int) -> str:
+    """The cell's status from the queue signs and the distortion verdict.
+
+    A queue the server reports wins. So do average active requests under ACTIVE_FRACTION of
+    those sent, which no stale gauge can hide, where the server's waiting gauge (read at any
+    moment of the window, however slowly) saw a request waiting. Otherwise a
+    distorted window is Distorted, since bursty delivery also shortens the client's view of how
+    long streams were active; and an undistorted one with too few active requests is queued.
+    """
+    short = avg_active < ACTIVE_FRACTION * concurrency
+    if server_queued(server):
+        return "Requests queued"
+    if short and (server is None or (server.waiting_max or 0) > 0):
+        return "Requests queued"
+    if reason:
+        return "Distorted"
+    return "Requests queued" if short else "Valid"

