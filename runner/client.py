@@ -165,9 +165,17 @@ class Client:
         limit = self.stall_timeout if silence == -1.0 else silence
         timeout = httpx.Timeout(connect=10.0, read=limit, write=60.0, pool=None)
         trace.start = trace.last_seen = time.perf_counter()
+
+        async def on_wire(event: str, info: dict[str, Any]) -> None:
+            """Restart the clock as the request's headers go out: the time this client spent
+            building and queueing it behind the other streams it opened is not the server's."""
+            if event == "http11.send_request_headers.started":
+                trace.start = time.perf_counter()
+
         try:
             async with self.http.stream("POST", self.base_url + "/completions", content=payload, timeout=timeout,
-                                        headers={"Content-Type": "application/json"}) as response:
+                                        headers={"Content-Type": "application/json"},
+                                        extensions={"trace": on_wire}) as response:
                 if response.status_code != 200:
                     raise RequestFailed(f"HTTP {response.status_code} from /completions: {_excerpt(await response.aread())}")
                 await self._read_events(response, trace, expect_model, limit, body.get("max_tokens"))

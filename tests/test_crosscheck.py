@@ -123,11 +123,12 @@ def test_status_from_queue_signs_and_distortion() -> None:
     assert status(ServerCheck(metrics="vllm", running_max=1, waiting_max=0), "bursts", 0.3, 1) == "Distorted"
 
 
-def test_a_per_request_figure_the_servers_latency_cannot_allow_is_distortion() -> None:
+def test_a_per_request_figure_off_the_servers_latency_is_distortion() -> None:
     server = ServerCheck(metrics="vllm", itl_per_token_ms=2.0)  # 500 tok/s
-    assert distortion(client_times([], 1.0), server, ClientCheck(), 5, per_request_tok_s=540.0) is None
+    assert distortion(client_times([], 1.0), server, ClientCheck(), 5, per_request_tok_s=505.0) is None
     reason = distortion(client_times([], 1.0), server, ClientCheck(), 5, per_request_tok_s=36_655.0)
-    assert reason == "36,655.0 tok/s per request, above the 550.0 the server's inter-token latency allows"
+    assert reason == "36,655.0 tok/s per request against the 500.0 the server's inter-token latency gives (+7231.0%)"
+    assert "(-3.0%)" in distortion(client_times([], 1.0), server, ClientCheck(), 5, per_request_tok_s=485.0)
 
 
 def test_tokens_the_client_missed_are_distortion() -> None:
