@@ -18,11 +18,11 @@ from pathlib import Path
 
 import msgspec
 
+from runner.bundle.schema import Bundle, DecodeCell, decode_bundle
 from runner.cell import decode_figures
 from runner.measure import measure
 from runner.options import Options
 from runner.progress import Progress
-from runner.schema import Bundle, DecodeCell, decode_bundle
 from runner.simulator import SimConfig
 from runner.simulator.tokenlog import read_token_log, window_traces
 

@@ -28,12 +28,12 @@ from typing import AsyncIterator, Sequence
 
 from rich.console import Console
 
+from runner.bundle.schema import Bundle, DecodeCell, Engine
 from runner.cell import decode_figures
 from runner.client import Client, Trace
 from runner.live_view import LiveView
 from runner.options import DEFAULT_CONCURRENCY
 from runner.plan import PlanSpec
-from runner.schema import Bundle, DecodeCell, Engine
 
 SSE = (b'data: {"id":"cmpl-b","object":"text_completion","created":0,"model":"bench","choices":[{"index":0,'
        b'"text":" tok","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":{"prompt_tokens":1024,'

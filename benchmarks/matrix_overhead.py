@@ -20,10 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from runner.bundle.schema import decode_bundle
 from runner.measure import measure
 from runner.options import Options
 from runner.progress import Progress
-from runner.schema import decode_bundle
 from runner.simulator import SimConfig, running_simulator
 
 CONFIG = SimConfig(max_model_len=32768, kv_capacity_tokens=1 << 20, prefill_tok_s=200_000, base_step_ms=10,

@@ -14,10 +14,10 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from runner import crosscheck
+from runner.bundle.schema import ClientCheck, DecodeCell, PrefillPoint
 from runner.client import Client, LoopDetected, RequestFailed, Trace
 from runner.crosscheck import Scrape, Scraper, ms, timed_scrape
 from runner.prompts import Prompt, PromptMaker
-from runner.schema import ClientCheck, DecodeCell, PrefillPoint
 from runner.selfcheck import LoopLag, burst_share
 
 PREFILL_FLOOR_TOK_S = 500.0

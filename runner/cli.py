@@ -10,8 +10,17 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from runner.options import (DEFAULT_BASE_URL, METADATA_FLAGS, Metadata, MetadataFlag, OptionError, Options, parse_base_url,
-                            parse_count, parse_list)
+from runner.options import (
+    DEFAULT_BASE_URL,
+    METADATA_FLAGS,
+    Metadata,
+    MetadataFlag,
+    OptionError,
+    Options,
+    parse_base_url,
+    parse_count,
+    parse_list,
+)
 from runner.plan import DEFAULT_CONTEXTS_TEXT, DEFAULT_PREFILL_TEXT
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable, Sequence
 import msgspec
 
 from runner import metrics
+from runner.bundle.schema import ClientCheck, ServerCheck
 from runner.client import Trace
-from runner.schema import ClientCheck, ServerCheck
 
 # Tolerances (Methodology states them). The client's mean time between tokens against the
 # server's mean inter-token latency: relative.

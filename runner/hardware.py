@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import msgspec
 
-from runner.schema import ClientMachine
+from runner.bundle.schema import ClientMachine
 
 T = TypeVar("T")
 

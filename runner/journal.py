@@ -15,9 +15,9 @@ from typing import BinaryIO
 
 import msgspec
 
+from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint, encode_bundle
 from runner.plan import PlanSpec
 from runner.repeats import combine
-from runner.schema import Bundle, DecodeCell, PrefillPoint, encode_bundle
 
 
 class JournalError(Exception):

@@ -1,7 +1,7 @@
 """The live view of a run on a terminal: the matrix filling in, drawn with Rich.
 
 It implements runner.progress.RunEvents. Cells show what the run page will show (the
-page's number formats and status words, from sitegen.runview); the running cell shows
+page's number formats and status words, from the contract's display module); the running cell shows
 its live tok/s. Grids wider than the terminal first shorten status words, then wrap
 their columns into stacked blocks, so every figure stays on screen. When the run ends
 the last frame stays on screen.
@@ -20,10 +20,10 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.live import Live
 from rich.text import Text
 
+from runner.bundle import display, formats
+from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint, context_label
 from runner.plan import PlanSpec
 from runner.progress import duration_text, item_label
-from runner.schema import Bundle, DecodeCell, PrefillPoint, context_label
-from sitegen import formats, runview
 
 PENDING = "·"
 RUNNING = "›"
@@ -146,10 +146,10 @@ class LiveView:
             rows = [(label, [(SHORT.get(text, text), style) for text, style in cells]) for label, cells in rows]
         prefill = self.plan.prefill_contexts
         return [
-            *([Text(f"Prefill · {runview.PREFILL_CAPTION}", style="bold"),
+            *([Text(f"Prefill · {display.PREFILL_CAPTION}", style="bold"),
                grid(["Context", *map(context_label, prefill)], [("tok/s", [self._point(c) for c in prefill])], width),
                Text()] if prefill else []),
-            Text(f"Sustained decode · {runview.DECODE_CAPTION}", style="bold"),
+            Text(f"Sustained decode · {display.DECODE_CAPTION}", style="bold"),
             grid(header, rows, width),
             Text(self._legend(short), style="dim"),
             self._progress(),
@@ -162,7 +162,7 @@ class LiveView:
         point = self.points.get(context)
         if point is None:
             return PENDING, STYLES[PENDING]
-        return runview.prefill_item(point).value, STYLES[point.status]
+        return display.prefill_value(point), STYLES[point.status]
 
     def _cell(self, context: int, concurrency: int) -> Cell:
         if self.running == (context, concurrency):
@@ -171,8 +171,9 @@ class LiveView:
         cell = self.cells.get((context, concurrency))
         if cell is None:
             return PENDING, STYLES[PENDING]
-        shown = runview.matrix_cell(cell, context_label(context), concurrency, 0.0)
-        text = shown.value + QUEUED_MARK if shown.value and shown.note else shown.value or shown.note
+        if not display.shows_figures(cell):
+            return cell.status, STYLES[cell.status]
+        text = formats.tok_s(cell.total_tok_s) + (QUEUED_MARK if cell.status != "Valid" else "")
         return text, STYLES[cell.status]
 
     def _legend(self, short: bool) -> str:

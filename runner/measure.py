@@ -10,18 +10,37 @@ import sys
 import time
 from pathlib import Path
 
+from runner.bundle.redact import redact
+from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
 from runner.cell import CellRunner
 from runner.client import Client, RequestFailed, Trace
 from runner.hardware import detect_gpus
 from runner.journal import Header, Journal, JournalError, journal_path, write_bundle
-from runner.metadata import CHUNK_COUNTING_NOTE, build_header, check_bundle_fields, is_local
-from runner.options import Options, OptionError
-from runner.plan import Item, PlanSpec, default_contexts, default_prefill_contexts, measuring_order, over_capacity
-from runner.probe import ServerError, ServerFacts, busy_requests, probe_server, scrape, wait_ready
+from runner.metadata import (
+    CHUNK_COUNTING_NOTE,
+    build_header,
+    check_bundle_fields,
+    is_local,
+)
+from runner.options import OptionError, Options
+from runner.plan import (
+    Item,
+    PlanSpec,
+    default_contexts,
+    default_prefill_contexts,
+    measuring_order,
+    over_capacity,
+)
+from runner.probe import (
+    ServerError,
+    ServerFacts,
+    busy_requests,
+    probe_server,
+    scrape,
+    wait_ready,
+)
 from runner.progress import RunEvents, item_label, reporter_for, reporting
 from runner.prompts import PromptMaker, request_body
-from runner.redact import redact
-from runner.schema import Bundle, DecodeCell, PrefillPoint
 
 DEFAULT_RUNS_DIR = Path("content/runs")
 # Before a cold prefill, wait up to SETTLE_S for streams the last cell cut off to drain from the

@@ -11,12 +11,19 @@ from urllib.parse import urlsplit
 import msgspec
 from slugify import slugify
 
+from runner.bundle.redact import redact_fields
+from runner.bundle.schema import (
+    Bundle,
+    Engine,
+    Hardware,
+    RunInfo,
+    decode_bundle,
+    encode_bundle,
+)
 from runner.hardware import GpuInfo, client_machine, local_os
 from runner.launch import parse_launch
 from runner.options import METADATA_FLAGS, Metadata, MetadataFlag, OptionError, Options
 from runner.probe import ServerFacts
-from runner.redact import redact_fields
-from runner.schema import Bundle, Engine, Hardware, RunInfo, decode_bundle, encode_bundle
 
 SIMULATOR_ENGINE = "speed-matrix simulator"
 SIMULATED_ORIGIN = "runner (simulated)"

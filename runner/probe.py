@@ -17,7 +17,6 @@ from runner import metrics
 from runner.client import Client, RequestFailed
 from runner.launch import parse_launch
 
-
 # Engines that name themselves in /v1/models' owned_by, spelled as pages print them.
 ENGINE_BY_OWNER = {"tensorrt_llm": "tensorrt-llm"}
 

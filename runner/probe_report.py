@@ -5,16 +5,16 @@ from __future__ import annotations
 import datetime as dt
 import os
 
+from runner.bundle.redact import redact
+from runner.bundle.schema import context_label
 from runner.client import Client
 from runner.hardware import detect_gpus
 from runner.measure import MeasureError, plan_for
-from runner.schema import context_label
 from runner.metadata import build_header, is_local
 from runner.options import Options
 from runner.plan import decode_cells, estimate_seconds, over_capacity
 from runner.probe import ServerError, probe_server
 from runner.progress import duration_text
-from runner.redact import redact
 
 
 async def probe_report(options: Options) -> str:

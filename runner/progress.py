@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol, TextIO
 
+from runner.bundle import formats
+from runner.bundle.redact import redact
+from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint, context_label
 from runner.plan import PlanSpec
-from runner.redact import redact
-from runner.schema import Bundle, DecodeCell, PrefillPoint, context_label
-from sitegen import formats
 
 
 class RunEvents(Protocol):

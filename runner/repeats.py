@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 import msgspec
 from msgspec import UNSET
 
-from runner.schema import DecodeCell
+from runner.bundle.display import VALUED
+from runner.bundle.schema import DecodeCell
 
-VALUED = ("Valid", "Requests queued")
 RATES = ("total_tok_s", "per_request_tok_s", "ttft_ms", "tbt_ms", "avg_active", "measured_s")
 COUNTS = ("completed", "output_tokens")
 TAILS = ("ttft_p90_ms", "ttft_p99_ms", "tbt_p90_ms", "tbt_p99_ms")

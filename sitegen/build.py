@@ -15,13 +15,33 @@ import jinja2
 import msgspec
 from markupsafe import Markup
 
-from runner.schema import Bundle, bundle_json_schema, decode_bundle, encode_bundle
+from runner.bundle.schema import (
+    Bundle,
+    bundle_json_schema,
+    decode_bundle,
+    encode_bundle,
+)
 from sitegen import charts, compare, exports, runview
 from sitegen.cache import code_digest, digest
-from sitegen.catalog import CACHE_FILE, RunEntry, count_files, encode_cache, read_cache, related_pairs, scan
 from sitegen.capacity import capacity_view, ranking_view
+from sitegen.catalog import (
+    CACHE_FILE,
+    RunEntry,
+    count_files,
+    encode_cache,
+    read_cache,
+    related_pairs,
+    scan,
+)
 from sitegen.errors import InputError
-from sitegen.index_view import COLUMNS, chunk_scripts, chunk_urls, facets, first_screen, newest_first
+from sitegen.index_view import (
+    COLUMNS,
+    chunk_scripts,
+    chunk_urls,
+    facets,
+    first_screen,
+    newest_first,
+)
 from sitegen.loader import load_bundle
 from sitegen.noise import noise_sentence, within_noise
 from sitegen.progress import Progress
@@ -30,7 +50,15 @@ from sitegen.staging import Publication, Stage, staged
 from sitegen.summary import RunSummary
 from sitegen.tail_view import tail_view
 from sitegen.text_page import render_text
-from sitegen.urls import RANKING_DIR, Urls, compare_file, gpu_dir, model_dir, page_dir, run_dir
+from sitegen.urls import (
+    RANKING_DIR,
+    Urls,
+    compare_file,
+    gpu_dir,
+    model_dir,
+    page_dir,
+    run_dir,
+)
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -292,7 +320,7 @@ def _picker_script(bundle: Bundle, view: runview.RunView) -> str:
 def compare_rows(a: Bundle, b: Bundle, noise: dict[tuple[int, int], bool]) -> list[dict]:
     """The ratio matrix as display rows: "1.23×" and a direction class per cell; "≈" marks a
     difference within the noise of the runs' repeats."""
-    from sitegen import formats as f
+    from runner.bundle import formats as f
 
     rows = []
     for row in compare.ratio_matrix(a, b):

@@ -10,9 +10,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-
-_RUNNER = Path(__file__).resolve().parent.parent / "runner"
-_CODE_ROOTS = (Path(__file__).resolve().parent, _RUNNER / "schema.py", _RUNNER / "redact.py")
+# sitegen's own code and the contract package it renders through (schema, formats, display, redaction).
+_CODE_ROOTS = (Path(__file__).resolve().parent, Path(__file__).resolve().parent.parent / "runner" / "bundle")
 
 
 def digest(*parts: bytes | str) -> str:

@@ -11,8 +11,8 @@ from collections import Counter
 
 import msgspec
 
-from runner.schema import Bundle, DecodeCell
-from sitegen import formats as f
+from runner.bundle import formats as f
+from runner.bundle.schema import Bundle, DecodeCell
 from sitegen.charts import figure_script_json as script_json
 from sitegen.runview import contexts_of, title
 from sitegen.summary import per_gpu

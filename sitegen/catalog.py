@@ -17,7 +17,7 @@ from pathlib import Path
 
 import msgspec
 
-from runner.schema import Bundle, encode_bundle
+from runner.bundle.schema import Bundle, encode_bundle
 from sitegen import charts, compare, runview
 from sitegen.cache import digest
 from sitegen.capacity import ranking_bundle

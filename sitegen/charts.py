@@ -14,8 +14,8 @@ import html
 import json
 from typing import Any, NamedTuple
 
-from runner.schema import Bundle, DecodeCell
-from sitegen.formats import context_label
+from runner.bundle.formats import context_label
+from runner.bundle.schema import Bundle, DecodeCell
 from sitegen.runview import title
 from sitegen.summary import per_gpu, prefill_has_value, valued_cells
 

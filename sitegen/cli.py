@@ -11,8 +11,8 @@ from typing import Any
 
 import click
 
+from runner.bundle.schema import RUN_ID_PATTERN
 from runner.options import METADATA_FLAGS, MetadataFlag
-from runner.schema import RUN_ID_PATTERN
 from sitegen.errors import InputError, InputErrors, UsageError
 
 
@@ -87,8 +87,8 @@ def import_command(files: tuple[Path, ...], out: Path, replace: bool, id_: str |
     output folder) make one bundle per tool and model, a decode cell per input length and
     concurrency; under --id they must all be of one sweep.
     """
-    from sitegen.importers.options import ImportOptions
     from sitegen.import_files import import_files
+    from sitegen.importers.options import ImportOptions
 
     if id_ is not None and not re.match(RUN_ID_PATTERN, id_):
         _fail([f"--id: {id_!r} is not a run id: lowercase ASCII letters, digits and inner hyphens, at most 120"])
@@ -152,7 +152,7 @@ def capacity_command(bundle: Path, ttft_ms: str, min_tok_s: str, price: str | No
 @main.command("schema")
 def schema_command() -> None:
     """Print the bundle's JSON Schema."""
-    from runner.schema import bundle_json_schema
+    from runner.bundle.schema import bundle_json_schema
 
     click.echo(json.dumps(bundle_json_schema(), indent=2, sort_keys=True))
 

@@ -10,7 +10,7 @@ from typing import Protocol, TypeVar
 
 import msgspec
 
-from runner.schema import Bundle
+from runner.bundle.schema import Bundle
 from sitegen.runview import sections
 from sitegen.slug import slugify
 from sitegen.summary import valued_cells

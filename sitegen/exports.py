@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from runner.schema import STATUSES, Bundle, DecodeCell, PrefillPoint
-from sitegen.formats import context_label, tok_s
+from runner.bundle.formats import context_label, tok_s
+from runner.bundle.schema import STATUSES, Bundle, DecodeCell, PrefillPoint
 from sitegen.runview import sorted_decode, sorted_prefill, summary_engine, title
 from sitegen.summary import RunSummary, peak_cell
 from sitegen.urls import Urls, run_dir

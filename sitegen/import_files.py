@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.schema import Bundle, encode_bundle
+from runner.bundle.schema import Bundle, encode_bundle
 from sitegen.atomic import write_atomic
 from sitegen.errors import InputError, InputErrors
 from sitegen.importers import read_source, result_files

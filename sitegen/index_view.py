@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
-from sitegen import formats as f
+from runner.bundle import formats as f
 from sitegen.charts import script_safe
 from sitegen.summary import RunSummary
 from sitegen.urls import Urls, gpu_dir, run_dir

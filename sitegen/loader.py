@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from runner.redact import redact_fields
-from runner.schema import Bundle, decode_bundle
+from runner.bundle.redact import redact_fields
+from runner.bundle.schema import Bundle, decode_bundle
 from sitegen.errors import InputError
 
 T = TypeVar("T")

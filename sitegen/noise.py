@@ -6,7 +6,7 @@ more than the noise when their ranges overlap. Comparison pages mark those cells
 
 from __future__ import annotations
 
-from runner.schema import Bundle, DecodeCell
+from runner.bundle.schema import Bundle, DecodeCell
 from sitegen.summary import valued_cells
 from sitegen.tail_view import repeats_of, total_range
 

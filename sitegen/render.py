@@ -6,8 +6,8 @@ from pathlib import Path
 
 import jinja2
 
-from runner.schema import Bundle
-from sitegen import formats as f
+from runner.bundle import formats as f
+from runner.bundle.schema import Bundle
 from sitegen import runview
 from sitegen.urls import Urls
 

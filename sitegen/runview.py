@@ -10,12 +10,11 @@ import math
 
 import msgspec
 
-from runner.schema import Bundle, DecodeCell, PrefillPoint
-from sitegen import formats as f
+from runner.bundle import formats as f
+from runner.bundle.display import DISTORTED, VALUED, prefill_value, shows_figures
+from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
 
 KICKER = "Speed test matrix"
-PREFILL_CAPTION = "prompt tok/s by context length"
-DECODE_CAPTION = "total tok/s · rows are context length, columns are simultaneous requests"
 TTFT_NOTE = "TTFT is measured after the benchmark warms the server's prompt cache, so it mostly excludes prefill."
 TABLE_CAPTION = "Latencies are medians. Total tok/s is output across all simultaneous requests."
 TABLE_HEADER = (
@@ -31,9 +30,6 @@ LEGEND: dict[str, str] = {
     "Over capacity": "Over capacity: not run because this many requests at this context would exceed the server's KV cache.",
     "Failed": "Failed: the requests errored or timed out, so this cell holds no measurement.",
 }
-VALUED = ("Valid", "Requests queued")
-# Shown with their figures but without heat: not a result to rank (see crosscheck).
-DISTORTED = "Distorted"
 
 
 class Field(msgspec.Struct, frozen=True):
@@ -193,7 +189,7 @@ def prefill_item(point: PrefillPoint) -> PrefillItem:
     label = f"{f.context_label(point.context_tokens)} context"
     if point.status == "Valid" and point.prompt_tok_s is not None:
         ttft = f"{f.ms_whole(point.ttft_ms)} TTFT" if point.ttft_ms is not None else ""
-        return PrefillItem(label, f.prefill_tok_s(point.prompt_tok_s), ttft, point.status, None)
+        return PrefillItem(label, prefill_value(point), ttft, point.status, None)
     return PrefillItem(label, point.status, "", point.status, point.error)
 
 
@@ -206,7 +202,7 @@ def matrix_cell(cell: DecodeCell | None, context: str, concurrency: int, top: fl
     """A cell's display: value and TTFT, a status word, or both for Requests queued."""
     if cell is None:
         return MatrixCell(context, concurrency, "", f.EMPTY, "", "", None, None)
-    if cell.status in (*VALUED, DISTORTED) and cell.total_tok_s is not None:
+    if shows_figures(cell):
         ttft = f"{f.ms_whole(cell.ttft_ms)} TTFT" if cell.ttft_ms is not None else ""
         note = "" if cell.status == "Valid" else cell.status
         if cell.status == DISTORTED:

@@ -6,8 +6,8 @@ import datetime as dt
 
 import msgspec
 
-from runner.schema import STATUSES, Bundle, DecodeCell, PrefillPoint
-from sitegen.runview import VALUED
+from runner.bundle.display import VALUED
+from runner.bundle.schema import STATUSES, Bundle, DecodeCell, PrefillPoint
 from sitegen.slug import slugify
 
 PREFILL_HEADLINE_TOKENS = 8192

@@ -12,8 +12,8 @@ from collections import Counter
 import msgspec
 from msgspec import UNSET
 
-from runner.schema import Bundle, DecodeCell
-from sitegen import formats as f
+from runner.bundle import formats as f
+from runner.bundle.schema import Bundle, DecodeCell
 from sitegen.runview import sorted_decode
 from sitegen.summary import has_value
 

@@ -6,6 +6,7 @@ It holds the same words as the page's #matrix element, one item a line, and
 
 from __future__ import annotations
 
+from runner.bundle import display
 from sitegen import runview
 from sitegen.runview import RunView
 
@@ -21,12 +22,12 @@ def render_text(view: RunView) -> str:
     if view.launch_command:
         blocks += [["Launch command"], [view.launch_command]]
     if view.prefill:
-        blocks += [["Prefill"], [runview.PREFILL_CAPTION]]
+        blocks += [["Prefill"], [display.PREFILL_CAPTION]]
         blocks += [[_join(item.label, item.value, item.ttft)] for item in view.prefill]
     if view.matrix:
         header = "\t".join(["Context", *map(str, view.concurrencies)])
         rows = ["\t".join([row.label, *(_join(c.value, c.note, c.ttft) for c in row.cells)]) for row in view.matrix]
-        blocks += [["Sustained decode"], [runview.DECODE_CAPTION], [header, *rows]]
+        blocks += [["Sustained decode"], [display.DECODE_CAPTION], [header, *rows]]
         blocks += [[line] for line in view.legend] + [[runview.TTFT_NOTE]]
     blocks += [["All measurements"], [runview.TABLE_CAPTION], ["\t".join(runview.TABLE_HEADER), *("\t".join(r) for r in view.table)]]
     blocks += [[line] for line in view.legend]

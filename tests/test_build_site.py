@@ -9,7 +9,7 @@ import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from runner.schema import decode_bundle
+from runner.bundle.schema import decode_bundle
 from sitegen.build import build_site
 from tests.conftest import ROOT
 

@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from sitegen.capacity import CHAT, PRESETS, answer, capacity, check_target, json_records, preset_rows, ranking
+from sitegen.capacity import (
+    CHAT,
+    PRESETS,
+    answer,
+    capacity,
+    check_target,
+    json_records,
+    preset_rows,
+    ranking,
+)
 from sitegen.importers import import_file
 from sitegen.importers.options import ImportOptions
 from tests.conftest import SEEDS
@@ -113,7 +122,7 @@ def test_index_ranks_runs_by_capacity_at_a_chosen_context_and_target(page, site_
 
 
 def test_javascript_formats_numbers_as_python_does(page, site_server: str, seed_bundles: list) -> None:
-    from sitegen import formats as f
+    from runner.bundle import formats as f
 
     page.goto(site_server + f"runs/{seed_bundles[0].id}/index.html")
     rng = random.Random(12)

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from runner.schema import Bundle
+from runner.bundle.schema import Bundle
 from sitegen.compare import (
     OTHER_ENGINE,
     OTHER_HARDWARE,

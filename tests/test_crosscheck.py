@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from runner.bundle.schema import ClientCheck, ServerCheck
 from runner.client import Trace
 from runner.crosscheck import Scrape, client_times, distortion, server_check, status
 from runner.metrics import ENGINE_METRICS, engine_metrics, histogram, parse_prometheus
-from runner.schema import ClientCheck, ServerCheck
 from runner.selfcheck import burst_share
 
 BOUNDS = ("0.01", "0.025", "0.05", "+Inf")

@@ -9,8 +9,14 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from runner.schema import decode_bundle
-from sitegen.exports import MEASUREMENT_COLUMNS, atom_feed, measurements_csv, runs_csv, runs_json
+from runner.bundle.schema import decode_bundle
+from sitegen.exports import (
+    MEASUREMENT_COLUMNS,
+    atom_feed,
+    measurements_csv,
+    runs_csv,
+    runs_json,
+)
 from sitegen.summary import summarize
 from tests.test_summary import HOSTILE, make_bundle
 

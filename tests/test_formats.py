@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from sitegen import formats as f
+from runner.bundle import formats as f
 
 
 @pytest.mark.parametrize(("value", "text"), [

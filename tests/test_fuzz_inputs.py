@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runner.schema import Bundle, encode_bundle
+from runner.bundle.schema import Bundle, encode_bundle
 from sitegen.build import build_site
 from sitegen.cli import main
 from sitegen.errors import InputError, InputErrors

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from sitegen import formats as f
+from runner.bundle import formats as f
 from sitegen.build import build_site
 from sitegen.cli import main
 from tests.conftest import FIXTURES

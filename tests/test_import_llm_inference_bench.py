@@ -12,7 +12,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from runner.schema import Bundle, DecodeCell, decode_bundle
+from runner.bundle.schema import Bundle, DecodeCell, decode_bundle
 from sitegen.cli import main
 from sitegen.errors import InputError
 from sitegen.importers import import_file

@@ -16,8 +16,8 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from runner.schema import Bundle, DecodeCell, decode_bundle, encode_bundle
-from sitegen import formats
+from runner.bundle import formats
+from runner.bundle.schema import Bundle, DecodeCell, decode_bundle, encode_bundle
 from sitegen.build import build_site
 from sitegen.cli import main
 from sitegen.import_files import import_files

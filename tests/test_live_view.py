@@ -9,10 +9,10 @@ from pathlib import Path
 from rich.cells import cell_len
 from rich.console import Console
 
+from runner.bundle import formats
+from runner.bundle.schema import Bundle, DecodeCell, Engine, PrefillPoint
 from runner.live_view import LiveView
 from runner.plan import PlanSpec
-from runner.schema import Bundle, DecodeCell, Engine, PrefillPoint
-from sitegen import formats
 
 K = 1024
 # The default matrix of a 1M-context server: seven contexts, eight concurrency columns.

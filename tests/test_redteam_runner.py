@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 import runner.journal
+from runner.bundle.schema import decode_bundle
 from runner.cli import main
 from runner.journal import journal_path
-from runner.schema import decode_bundle
 from runner.simulator import SimConfig, running_simulator
 from tests.conftest import ROOT
 from tests.scripted_server import JSON, scripted

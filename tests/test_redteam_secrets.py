@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from runner.bundle.redact import redact
 from runner.cli import main as runner_main
 from runner.journal import journal_path
-from runner.redact import redact
 from sitegen.build import build_site
 from sitegen.cli import main as sitegen_main
 from tests.conftest import FIGURES, ROOT, SEEDS

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from runner.schema import Bundle, Engine
+from runner.bundle.schema import Bundle, Engine
 from sitegen.build import build_site
 from sitegen.compare import compare_slug
 from sitegen.exports import csv_cell

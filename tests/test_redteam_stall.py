@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-
 from pathlib import Path
 
 import pytest
 
 from runner.client import MAX_LINE_BYTES, Client, RequestFailed, Trace
-from tests.scripted_server import MODELS, JSON, chunk, every, scripted
+from tests.scripted_server import JSON, MODELS, chunk, every, scripted
 from tests.test_runner_faults import FAST, _bundle, _run
 
 STALL_S = 0.5

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from runner.bundle.schema import Bundle, decode_bundle
 from runner.journal import journal_path
 from runner.measure import MeasureError, measure
 from runner.options import Options
 from runner.progress import Progress
-from runner.schema import Bundle, decode_bundle
 from runner.simulator import Faults, SimConfig, start_simulator
 
 FAST = SimConfig(max_model_len=4096, base_step_ms=4, per_seq_ms=0, per_ktoken_ms=0)

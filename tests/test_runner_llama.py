@@ -8,13 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.llama_fixture import SLOTS, LlamaServer, llama_server, make_tiny_gguf, start_llama_server  # noqa: F401
+from runner.bundle.schema import decode_bundle
 from runner.client import Client
 from runner.measure import measure
 from runner.options import Options
 from runner.probe import ServerFacts, probe_server
 from runner.progress import Progress
-from runner.schema import decode_bundle
+from tests.llama_fixture import (  # noqa: F401
+    SLOTS,
+    LlamaServer,
+    llama_server,
+    make_tiny_gguf,
+    start_llama_server,
+)
 
 pytestmark = pytest.mark.llama
 

@@ -10,6 +10,7 @@ import msgspec
 import pytest
 
 from runner import metrics
+from runner.bundle.schema import Bundle, ClientCheck, ServerCheck, decode_bundle
 from runner.client import Client, Trace
 from runner.crosscheck import PER_REQUEST_TOLERANCE
 from runner.measure import measure
@@ -17,10 +18,15 @@ from runner.options import Options
 from runner.probe import ServerFacts, probe_server
 from runner.progress import Progress
 from runner.prompts import request_body
-from runner.schema import Bundle, ClientCheck, ServerCheck, decode_bundle
 from tests.conftest import FIGURES
 from tests.sglang_fixture import (  # noqa: F401
-    KV_TOKENS, MAX_OUTPUT, MAX_RUNNING, STREAM_INTERVAL, SglangServer, installed_version, sglang_server,
+    KV_TOKENS,
+    MAX_OUTPUT,
+    MAX_RUNNING,
+    STREAM_INTERVAL,
+    SglangServer,
+    installed_version,
+    sglang_server,
 )
 
 pytestmark = pytest.mark.sglang

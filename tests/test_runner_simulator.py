@@ -15,11 +15,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from runner.bundle.schema import Bundle, decode_bundle
 from runner.journal import journal_path
 from runner.measure import measure
 from runner.options import Options
 from runner.progress import Progress
-from runner.schema import Bundle, decode_bundle
 from runner.simulator import SimConfig, running_simulator
 
 # step = 20 + 2·batch ms, two tokens per chunk: per request 2000 / step tok/s.

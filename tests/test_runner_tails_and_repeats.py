@@ -13,12 +13,18 @@ import msgspec
 import pytest
 from msgspec import UNSET
 
+from runner.bundle.schema import (
+    Bundle,
+    DecodeCell,
+    Engine,
+    decode_bundle,
+    encode_bundle,
+)
 from runner.cell import decode_figures, percentile, tail_percentiles
 from runner.journal import Header, Journal, journal_path
 from runner.measure import left_to_measure
 from runner.plan import PlanSpec, estimate_seconds, measuring_order
 from runner.repeats import combine
-from runner.schema import Bundle, DecodeCell, Engine, decode_bundle, encode_bundle
 from runner.simulator import SimConfig
 from tests.conftest import ROOT
 from tests.test_runner_simulator import measure_simulator

@@ -9,6 +9,8 @@ import statistics
 
 import pytest
 
+from runner.bundle.redact import redact
+from runner.bundle.schema import Bundle, DecodeCell, Engine, PrefillPoint
 from runner.cell import decode_figures
 from runner.client import Trace, server_root
 from runner.hardware import marketed_gb
@@ -16,11 +18,19 @@ from runner.journal import Header, Journal, JournalError, journal_path
 from runner.launch import parse_launch
 from runner.loops import LoopDetector
 from runner.metadata import slug
-from runner.metrics import busy_requests, kv_capacity_tokens, parse_prometheus, queue_length
+from runner.metrics import (
+    busy_requests,
+    kv_capacity_tokens,
+    parse_prometheus,
+    queue_length,
+)
 from runner.options import OptionError, parse_list, parse_tokens
-from runner.plan import PlanSpec, default_contexts, default_prefill_contexts, over_capacity
-from runner.redact import redact
-from runner.schema import Bundle, DecodeCell, Engine, PrefillPoint
+from runner.plan import (
+    PlanSpec,
+    default_contexts,
+    default_prefill_contexts,
+    over_capacity,
+)
 
 REDACTION_CASES = [
     ("vllm serve m --api-key sk-abc123 --port 8000", "vllm serve m --api-key <redacted> --port 8000"),

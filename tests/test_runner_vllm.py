@@ -14,13 +14,13 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from runner.bundle.schema import ClientCheck, ServerCheck, decode_bundle
 from runner.client import Client
 from runner.journal import journal_path
 from runner.measure import measure
 from runner.options import Options
 from runner.probe import ServerFacts, probe_server
 from runner.progress import Progress
-from runner.schema import ClientCheck, ServerCheck, decode_bundle
 from tests.conftest import FIGURES
 from tests.vllm_fixture import KV_TOKENS, MAX_NUM_SEQS, VllmServer, vllm_server  # noqa: F401
 

@@ -61,7 +61,7 @@ def test_matrix_inner_text_matches_seed_in_chromium(built_site: Path, page, seed
 def test_committed_bundle_is_the_seed_imported(seed: Path) -> None:
     bundle = import_file(seed, ImportOptions())
     committed = ROOT / "content" / "runs" / f"{bundle.id}.json"
-    from runner.schema import encode_bundle
+    from runner.bundle.schema import encode_bundle
 
     assert committed.read_bytes() == encode_bundle(bundle)
 

@@ -14,7 +14,13 @@ import httpx
 import msgspec
 import pytest
 
-from runner.simulator import Faults, SimConfig, SimServer, running_simulator, start_simulator
+from runner.simulator import (
+    Faults,
+    SimConfig,
+    SimServer,
+    running_simulator,
+    start_simulator,
+)
 from runner.simulator.tokenizer import Tokenizer
 
 FAST = {"base_step_ms": 2.0, "per_seq_ms": 0.0, "per_ktoken_ms": 0.0}

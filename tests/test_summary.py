@@ -6,7 +6,14 @@ import datetime as dt
 
 import msgspec
 
-from runner.schema import Bundle, DecodeCell, Engine, Hardware, PrefillPoint, RunInfo
+from runner.bundle.schema import (
+    Bundle,
+    DecodeCell,
+    Engine,
+    Hardware,
+    PrefillPoint,
+    RunInfo,
+)
 from sitegen.summary import RunSummary, summarize
 
 CONTEXTS = (8192, 16384, 32768, 65536, 131072, 257024)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import msgspec
 
+from runner.bundle.schema import Bundle, DecodeCell, decode_bundle, encode_bundle
 from runner.repeats import combine
-from runner.schema import Bundle, DecodeCell, decode_bundle, encode_bundle
 from sitegen.build import build_site
 from tests.conftest import ROOT
 from tests.test_seed_roundtrip import _MatrixText

@@ -9,7 +9,11 @@ from runner.simulator.config import SimConfig
 from runner.simulator.engine import EngineStats
 from runner.simulator.faults import Faults
 from runner.simulator.server import (
-    PortUnavailable, SimServer, running_simulator, serve, start_simulator,
+    PortUnavailable,
+    SimServer,
+    running_simulator,
+    serve,
+    start_simulator,
 )
 
 __all__ = ["EngineStats", "Faults", "PortUnavailable", "SimConfig", "SimServer", "running_simulator",

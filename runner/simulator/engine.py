@@ -18,8 +18,13 @@ from typing import TextIO
 import msgspec
 
 from runner.simulator.config import SimConfig
+from runner.simulator.histogram import (
+    ITL_BUCKETS,
+    QUEUE_BUCKETS,
+    TTFT_BUCKETS,
+    Histogram,
+)
 from runner.simulator.kv import BlockPool, PrefixCache, blocks_for
-from runner.simulator.histogram import ITL_BUCKETS, QUEUE_BUCKETS, TTFT_BUCKETS, Histogram
 from runner.simulator.textgen import TextSource, output_palette
 from runner.simulator.tokenizer import Tokenizer
 

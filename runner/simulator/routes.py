@@ -14,13 +14,26 @@ import msgspec
 
 from runner.simulator.config import SimConfig
 from runner.simulator.engine import Engine, SimRequest
-from runner.simulator.faults import FaultState, Faults, StreamFaults, merge_faults
+from runner.simulator.faults import Faults, FaultState, StreamFaults, merge_faults
 from runner.simulator.metrics import render_metrics
 from runner.simulator.openai import (
-    DONE_EVENT, ApiError, Generation, Responder, decode_body, detokenize, models_body,
-    parse_chat, parse_completion, tokenize,
+    DONE_EVENT,
+    ApiError,
+    Generation,
+    Responder,
+    decode_body,
+    detokenize,
+    models_body,
+    parse_chat,
+    parse_completion,
+    tokenize,
 )
-from runner.simulator.protocol import ChunkedStream, HttpRequest, reset_connection, response_bytes
+from runner.simulator.protocol import (
+    ChunkedStream,
+    HttpRequest,
+    reset_connection,
+    response_bytes,
+)
 from runner.simulator.tokenizer import Tokenizer
 
 JSON = "application/json"

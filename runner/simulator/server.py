@@ -16,9 +16,12 @@ from typing import TypeVar
 
 from runner.simulator.config import SimConfig
 from runner.simulator.engine import Engine, EngineStats
-from runner.simulator.faults import FaultState, Faults, merge_faults
+from runner.simulator.faults import Faults, FaultState, merge_faults
 from runner.simulator.protocol import (
-    HttpError, read_request, reset_connection, response_bytes,
+    HttpError,
+    read_request,
+    reset_connection,
+    response_bytes,
 )
 from runner.simulator.routes import Routes
 from runner.simulator.tokenizer import Tokenizer

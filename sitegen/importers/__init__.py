@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from runner.schema import Bundle
+from runner.bundle.schema import Bundle
 from sitegen.errors import InputError
 from sitegen.importers.options import ImportOptions, apply_options
 
@@ -94,7 +94,7 @@ def bundle_id_from(options: ImportOptions, *parts: str | None) -> str:
 
 def validated(bundle: Bundle, path: Path) -> Bundle:
     """The bundle after the same checks as one loaded from disk (slug id, ranges, unique cells)."""
-    from runner.schema import encode_bundle
+    from runner.bundle.schema import encode_bundle
     from sitegen.loader import decode_bundle_file
 
     return decode_bundle_file(path, encode_bundle(bundle))

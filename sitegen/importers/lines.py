@@ -11,6 +11,7 @@ import re
 
 import msgspec
 
+from runner.bundle import display
 from sitegen import runview
 
 
@@ -22,7 +23,7 @@ class Line(msgspec.Struct, frozen=True):
 
 
 _FIXED = (
-    runview.PREFILL_CAPTION, runview.DECODE_CAPTION, runview.TTFT_NOTE, runview.TABLE_CAPTION,
+    display.PREFILL_CAPTION, display.DECODE_CAPTION, runview.TTFT_NOTE, runview.TABLE_CAPTION,
     *runview.LEGEND.values(),
 )
 _FIXED_RE = re.compile("(" + "|".join(re.escape(s) for s in _FIXED) + ")")

@@ -14,7 +14,14 @@ from typing import NoReturn
 
 import msgspec
 
-from runner.schema import Bundle, DecodeCell, Engine, Hardware, PrefillPoint, RunInfo
+from runner.bundle.schema import (
+    Bundle,
+    DecodeCell,
+    Engine,
+    Hardware,
+    PrefillPoint,
+    RunInfo,
+)
 from sitegen.errors import InputError
 from sitegen.importers import bundle_id_from, validated
 from sitegen.importers.options import ImportOptions, apply_options

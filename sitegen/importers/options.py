@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from runner.bundle.schema import Bundle
 from runner.options import Metadata
-from runner.schema import Bundle
 
 
 class ImportOptions(Metadata, kw_only=True):

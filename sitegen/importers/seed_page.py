@@ -13,8 +13,17 @@ from pathlib import Path
 
 import msgspec
 
-from runner.schema import STATUSES, Bundle, DecodeCell, Engine, Hardware, PrefillPoint, RunInfo
-from sitegen import formats as f
+from runner.bundle import display
+from runner.bundle import formats as f
+from runner.bundle.schema import (
+    STATUSES,
+    Bundle,
+    DecodeCell,
+    Engine,
+    Hardware,
+    PrefillPoint,
+    RunInfo,
+)
 from sitegen import runview
 from sitegen.errors import InputError, raise_if_any
 from sitegen.importers import bundle_id_from, validated
@@ -28,7 +37,7 @@ SECTION_LABELS: dict[str, tuple[str, ...]] = {
 }
 HEADINGS = ("Hardware", "Engine", "Run", "Launch command", "Prefill", "Sustained decode", "All measurements")
 # A heading that a capture glued to the end of the line before it, keyed by the caption after it.
-CAPTION_OF = {"Prefill": runview.PREFILL_CAPTION, "Sustained decode": runview.DECODE_CAPTION, "All measurements": runview.TABLE_CAPTION}
+CAPTION_OF = {"Prefill": display.PREFILL_CAPTION, "Sustained decode": display.DECODE_CAPTION, "All measurements": runview.TABLE_CAPTION}
 
 _STATUS = "|".join(re.escape(s) for s in STATUSES)
 _ROW_RE = re.compile(rf"^(Prefill|Sustained decode) (\S+) ([\d,]+) ({_STATUS})(?: (.*))?$")
@@ -88,8 +97,8 @@ def _page_bundle(text: str, path: Path) -> Bundle:
     header = _take_until(cur, HEADINGS)
     fields = _parse_sections(cur)
     launch = _parse_launch_command(cur)
-    prefill_lines = _parse_block(cur, "Prefill", runview.PREFILL_CAPTION, ("Sustained decode", "All measurements"))
-    matrix_lines = _parse_block(cur, "Sustained decode", runview.DECODE_CAPTION, ("All measurements",))
+    prefill_lines = _parse_block(cur, "Prefill", display.PREFILL_CAPTION, ("Sustained decode", "All measurements"))
+    matrix_lines = _parse_block(cur, "Sustained decode", display.DECODE_CAPTION, ("All measurements",))
     if cur.find("All measurements") is None:
         raise cur.error("no 'All measurements' table: it is the source of the page's numbers")
     table_lines = _parse_block(cur, "All measurements", runview.TABLE_CAPTION, ())

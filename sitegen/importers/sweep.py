@@ -15,7 +15,7 @@ from typing import Protocol, TypeVar
 
 import msgspec
 
-from runner.schema import Bundle, DecodeCell, Engine, RunInfo
+from runner.bundle.schema import Bundle, DecodeCell, Engine, RunInfo
 from sitegen.errors import InputError
 from sitegen.importers import bundle_id_from, validated
 from sitegen.importers.options import ImportOptions, apply_options

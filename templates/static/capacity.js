@@ -50,7 +50,7 @@
     return data.contexts.map(function (pair) { return pick(data.cells, data.gpus, pair[0], target); });
   }
 
-  /* Round half up on the number's shortest decimal form, as sitegen/formats.py does. */
+  /* Round half up on the number's shortest decimal form, as runner/bundle/formats.py does. */
   function roundHalfUp(value, places) {
     var text = String(Math.abs(value));
     if (/e/.test(text)) return value.toFixed(places);
@@ -67,7 +67,7 @@
     return parts[0].replace(/\B(?=(\d{3})+(?!\d))/g, ",") + (parts.length > 1 ? "." + parts[1] : "");
   }
 
-  /* sitegen/formats.py's tok_s: one decimal with commas under 10,000, else thousands with a K. */
+  /* runner/bundle/formats.py's tok_s: one decimal with commas under 10,000, else thousands with a K. */
   function tokS(value) {
     if (value === null) return EMPTY;
     var tenths = roundHalfUp(value, 1);

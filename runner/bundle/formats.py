@@ -12,7 +12,7 @@ import re
 from decimal import ROUND_HALF_UP, Context, Decimal
 
 # Context labels belong to the bundle contract (runner and sitegen print them alike).
-from runner.schema import context_label, parse_context_label  # noqa: F401
+from runner.bundle.schema import context_label, parse_context_label  # noqa: F401
 
 EMPTY = "—"
 # Enough digits to round any finite float (up to ~1.8e308) to a few places without overflowing.
