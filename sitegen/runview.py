@@ -11,11 +11,10 @@ import math
 import msgspec
 
 from runner.bundle import formats as f
-from runner.bundle.display import DISTORTED, VALUED, prefill_value, shows_figures
+from runner.bundle.display import DISTORTED, VALUED, prefill_value, shows_figures, ttft_note
 from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
 
 KICKER = "Speed test matrix"
-TTFT_NOTE = "TTFT is measured after the benchmark warms the server's prompt cache, so it mostly excludes prefill."
 TABLE_CAPTION = "Latencies are medians. Total tok/s is output across all simultaneous requests."
 TABLE_HEADER = (
     "Phase", "Context", "Requests at once", "Status", "Total tok/s", "Per request tok/s", "TTFT",
@@ -95,6 +94,7 @@ class RunView(msgspec.Struct, frozen=True):
     concurrencies: list[int]
     matrix: list[MatrixRow]
     legend: list[str]
+    ttft_note: str
     table: list[list[str]]
     errors: list[str]
     distortions: list[str] = []
@@ -304,6 +304,7 @@ def run_view(bundle: Bundle) -> RunView:
         concurrencies=concurrencies_of(bundle),
         matrix=matrix(bundle),
         legend=legend(bundle),
+        ttft_note=ttft_note(bundle),
         table=[prefill_row(p) for p in sorted_prefill(bundle)] + [decode_row(c) for c in sorted_decode(bundle)],
         errors=error_lines(bundle),
         distortions=distortion_lines(bundle),

@@ -28,7 +28,7 @@ def render_text(view: RunView) -> str:
         header = "\t".join(["Context", *map(str, view.concurrencies)])
         rows = ["\t".join([row.label, *(_join(c.value, c.note, c.ttft) for c in row.cells)]) for row in view.matrix]
         blocks += [["Sustained decode"], [display.DECODE_CAPTION], [header, *rows]]
-        blocks += [[line] for line in view.legend] + [[runview.TTFT_NOTE]]
+        blocks += [[line] for line in view.legend] + [[view.ttft_note]]
     blocks += [["All measurements"], [runview.TABLE_CAPTION], ["\t".join(runview.TABLE_HEADER), *("\t".join(r) for r in view.table)]]
     blocks += [[line] for line in view.legend]
     return "\n\n".join("\n".join(block) for block in blocks) + "\n"

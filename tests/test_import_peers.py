@@ -16,7 +16,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from runner.bundle import formats
+from runner.bundle import display, formats
 from runner.bundle.schema import Bundle, DecodeCell, decode_bundle, encode_bundle
 from sitegen.build import build_site
 from sitegen.cli import main
@@ -147,6 +147,9 @@ def test_held_back_imports_build_into_run_pages(tmp_path: Path) -> None:
         assert bundle.run.benchmark_tool and bundle.run.benchmark_tool.split()[0] in page
         for cell in bundle.decode:
             assert formats.tok_s(cell.total_tok_s) in page and formats.ms_whole(cell.ttft_ms) in page
+        # These tools send cold prompts: the matrix must not claim the warmed TTFT of the runner's pages.
+        text = (tmp_path / "site" / "runs" / bundle.id / "index.txt").read_text()
+        assert display.COLD_TTFT_NOTE in text and display.TTFT_NOTE not in text
 
 
 def test_vllm_bench_sweep_folder_is_one_bundle_with_the_median_run_of_each_level(tmp_path: Path) -> None:

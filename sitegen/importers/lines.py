@@ -23,7 +23,7 @@ class Line(msgspec.Struct, frozen=True):
 
 
 _FIXED = (
-    display.PREFILL_CAPTION, display.DECODE_CAPTION, runview.TTFT_NOTE, runview.TABLE_CAPTION,
+    display.PREFILL_CAPTION, display.DECODE_CAPTION, display.TTFT_NOTE, display.COLD_TTFT_NOTE, runview.TABLE_CAPTION,
     *runview.LEGEND.values(),
 )
 _FIXED_RE = re.compile("(" + "|".join(re.escape(s) for s in _FIXED) + ")")

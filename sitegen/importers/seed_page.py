@@ -409,7 +409,7 @@ def _check_matrix(view: runview.RunView, lines: list[Line], cur: _Cursor) -> lis
     rows = {}
     for line in lines:
         text = line.text
-        if text in runview.LEGEND.values() or text == runview.TTFT_NOTE:
+        if text in runview.LEGEND.values() or text in (display.TTFT_NOTE, display.COLD_TTFT_NOTE):
             continue
         cells = [c.strip() for c in re.split(r"\t|\|", text.strip().strip("|"))]
         if cells and cells[0] == "Context":

@@ -15,6 +15,7 @@ from typing import Protocol, TypeVar
 
 import msgspec
 
+from runner.bundle.display import PREFILL_NOT_MEASURED
 from runner.bundle.schema import Bundle, DecodeCell, Engine, RunInfo
 from sitegen.errors import InputError
 from sitegen.importers import bundle_id_from, validated
@@ -24,7 +25,6 @@ from sitegen.loader import validation_error
 T = TypeVar("T")
 # What a file leaves out: the engine behind the endpoint is not recorded by these tools.
 UNKNOWN_ENGINE = "unknown"
-NO_PREFILL = "Not measured"
 ROW_SPREAD = 0.01  # levels whose mean input lengths differ by less than this share a matrix row
 
 
@@ -110,8 +110,8 @@ def sweep_bundle(files: list[SweepFile], options: ImportOptions) -> Bundle:
     if not cells:
         raise InputError(first.path, None, "no level at a fixed concurrency: nothing to import as a matrix cell")
     started = measured_at([f.measured_at for f in files])
-    # The page's standing TTFT line describes the runner's warmed prompts; these tools send cold ones.
-    notes = [f"Figures as {first.tool} measured them: its TTFT includes the prefill of each prompt.",
+    # These tools send cold prompts: PREFILL_NOT_MEASURED gives their pages the TTFT line that says so.
+    notes = [f"Figures as {first.tool} measured them.",
              *(note for f in files for note in f.left_out)]
     if moved:
         notes.append(f"A row's context is the median of its levels' mean input lengths, which differ by under "
@@ -123,7 +123,7 @@ def sweep_bundle(files: list[SweepFile], options: ImportOptions) -> Bundle:
         id="import", model=first.model, measured_at=started, origin=f"{first.tool} import",
         engine=Engine(name=UNKNOWN_ENGINE),
         run=RunInfo(served_model=first.model, benchmark_tool=f"{first.tool} {version}" if version else first.tool,
-                    decode_test=first.decode_test, prefill_mode=NO_PREFILL),
+                    decode_test=first.decode_test, prefill_mode=PREFILL_NOT_MEASURED),
         notes=" ".join(notes),
         decode=cells,
     )
