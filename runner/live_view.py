@@ -28,10 +28,14 @@ from runner.progress import duration_text, item_label
 PENDING = "·"
 RUNNING = "›"
 QUEUED_MARK = "*"
+DISTORTED_MARK = "!"
 # Status words too wide for a narrow column, and what they shorten to (the legend says so).
 SHORT = {"Over capacity": "Over-cap"}
-STYLES = {"Valid": "green", "Requests queued": "yellow", "Over capacity": "dim", "Looped": "magenta",
-          "Failed": "bold red", PENDING: "dim", RUNNING: "bold cyan"}
+# A style for every status of the schema (a test holds them to STATUSES), and for the view's own marks.
+STYLES = {"Valid": "green", "Requests queued": "yellow", "Distorted": "bold yellow", "Over capacity": "dim",
+          "Looped": "magenta", "Failed": "bold red", PENDING: "dim", RUNNING: "bold cyan"}
+# A figure that is not a plain Valid result carries a mark after it; the legend names it.
+MARKS = {"Requests queued": QUEUED_MARK, "Distorted": DISTORTED_MARK}
 GUTTER = 1
 BAR_WIDTH = 20
 REFRESH_PER_S = 2
@@ -173,7 +177,7 @@ class LiveView:
             return PENDING, STYLES[PENDING]
         if not display.shows_figures(cell):
             return cell.status, STYLES[cell.status]
-        text = formats.tok_s(cell.total_tok_s) + (QUEUED_MARK if cell.status != "Valid" else "")
+        text = formats.tok_s(cell.total_tok_s) + MARKS.get(cell.status, "")
         return text, STYLES[cell.status]
 
     def _legend(self, short: bool) -> str:
@@ -181,8 +185,7 @@ class LiveView:
         parts = [f"{RUNNING} running"] * (self.running is not None)
         if len(self.cells) + len(self.points) < self.total:
             parts.append(f"{PENDING} to measure")
-        if "Requests queued" in statuses:
-            parts.append(f"{QUEUED_MARK} Requests queued")
+        parts += [f"{mark} {status}" for status, mark in MARKS.items() if status in statuses]
         parts += [f"{word}: {status}" for status, word in SHORT.items() if short and status in statuses]
         return "   ".join(parts)
 

@@ -10,8 +10,8 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from runner.bundle import formats
-from runner.bundle.schema import Bundle, DecodeCell, Engine, PrefillPoint
-from runner.live_view import LiveView
+from runner.bundle.schema import STATUSES, Bundle, DecodeCell, Engine, PrefillPoint
+from runner.live_view import STYLES, LiveView
 from runner.plan import PlanSpec
 
 K = 1024
@@ -107,6 +107,17 @@ def test_status_words_stay_whole_where_they_fit() -> None:
     text = frame(started_view(spec, bundle))
     assert re.search(r"^4K +100\.0 +Looped +Over capacity$", text, re.M)
     assert "Over-cap" not in text
+
+
+def test_every_status_of_the_schema_draws_with_its_mark() -> None:
+    assert set(STATUSES) <= set(STYLES)
+    spec = plan(contexts=[4 * K], concurrency=[1, 2, 4, 8, 16, 32])
+    figures = {"Valid": 100.0, "Requests queued": 90.0, "Distorted": 80.0}
+    bundle = Bundle(id="run", model="m", engine=Engine(name="e"),
+                    decode=[cell(4 * K, n, status, figures.get(status)) for n, status in zip(spec.concurrency, STATUSES)])
+    text = frame(started_view(spec, bundle))
+    assert "100.0" in text and "90.0*" in text and "80.0!" in text
+    assert "* Requests queued" in text and "! Distorted" in text
 
 
 def test_a_wider_matrix_wraps_its_columns_into_blocks() -> None:
