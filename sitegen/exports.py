@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from runner.bundle.formats import context_label, tok_s
+from runner.bundle.display import status_slug
+from runner.bundle.formats import cell_label, tok_s
 from runner.bundle.schema import STATUSES, Bundle, DecodeCell, PrefillPoint
 from sitegen.runview import sorted_decode, sorted_prefill, summary_engine, title
 from sitegen.summary import RunSummary, peak_cell
@@ -96,7 +97,7 @@ def runs_json(summaries: Iterable[RunSummary], depth: int = 0) -> bytes:
 
 def status_column(status: str) -> str:
     """CSV column name of a status count: "Over capacity" -> "cells_over_capacity"."""
-    return "cells_" + status.lower().replace(" ", "_")
+    return "cells_" + status_slug(status, "_")
 
 
 def runs_csv(summaries: Iterable[RunSummary], depth: int = 0) -> str:
@@ -135,8 +136,7 @@ def entry_summary(bundle: Bundle) -> str:
     peak = peak_cell(bundle)
     parts = [summary_engine(bundle)]
     if peak is not None:
-        where = f"{context_label(peak.context_tokens)} × {peak.concurrency}"
-        parts.append(f"peak {tok_s(peak.total_tok_s)} tok/s at {where}")
+        parts.append(f"peak {tok_s(peak.total_tok_s)} tok/s at {cell_label(peak.context_tokens, peak.concurrency)}")
     return " · ".join(p for p in parts if p)
 
 
