@@ -12,14 +12,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from runner.bundle.schema import (
-    Bundle,
-    DecodeCell,
-    Engine,
-    Hardware,
-    PrefillPoint,
-    RunInfo,
-)
+from runner.bundle import schema
 from sitegen.errors import InputError
 from sitegen.importers.importer import (
     Figure,
@@ -85,7 +78,7 @@ class Result(msgspec.Struct, kw_only=True):
 
 
 class Measured(msgspec.Struct, kw_only=True):
-    """The figures of a result that holds a measurement (seconds, as the tool writes them)."""
+    """The figures of a result that holds a measurement (seconds, as the tool writes them); TAILS where present."""
 
     aggregate_tps: Figure
     num_errors: Whole
@@ -100,10 +93,6 @@ class Measured(msgspec.Struct, kw_only=True):
     avg_running_reqs: Figure | None = None  # needed when the server's metrics were available
     completed_request_count: Whole
     measurement_seconds: Figure
-    ttft_p90: Figure | None = None
-    ttft_p99: Figure | None = None
-    inter_token_latency_p90: Figure | None = None
-    inter_token_latency_p99: Figure | None = None
 
 
 class PrefillEntry(msgspec.Struct, kw_only=True):
@@ -142,13 +131,13 @@ def read(source: Source) -> Found:
     prefill, prefill_dropped = _prefill(report.prefill, source)
     decode_cells, decode_dropped = _decode(report, source)
     measured_at = utc_moment(meta.timestamp, source.path, "$.metadata.timestamp")
-    found = Bundle(
+    found = schema.Bundle(
         id="file",
         model=meta.model,
         measured_at=measured_at,
         origin=f"{TOOL} import",
-        hardware=Hardware(os="linux" if report.startup_diagnostics.uname.startswith("Linux") else None),
-        engine=Engine(name=meta.engine, version=_engine_version(report.event_log)),
+        hardware=schema.Hardware(os="linux" if report.startup_diagnostics.uname.startswith("Linux") else None),
+        engine=schema.Engine(name=meta.engine, version=_engine_version(report.event_log)),
         run=_run_info(meta, source),
         notes=CONTEXT_ZERO_NOTE if prefill_dropped or decode_dropped else None,
         prefill=prefill,
@@ -167,14 +156,14 @@ def _engine_version(events: list[str]) -> str | None:
     return None
 
 
-def _run_info(meta: Metadata, source: Source) -> RunInfo:
+def _run_info(meta: Metadata, source: Source) -> schema.RunInfo:
     """How the run was measured, in the words the pages use."""
     seconds = None
     if meta.decode_mode == "duration":
         if meta.duration_per_test is None:
             raise InputError(source.path, "$.metadata.duration_per_test", "missing: a run of decode_mode \"duration\" states it")
         seconds = meta.duration_per_test
-    return RunInfo(
+    return schema.RunInfo(
         served_model=meta.model,
         benchmark_tool=f"{TOOL} v{meta.version}",
         decode_test=DECODE_TESTS[meta.decode_mode],
@@ -191,9 +180,9 @@ def _context(key: str, where: str, source: Source) -> int:
     return int(key)
 
 
-def _prefill(table: dict[str, Any], source: Source) -> tuple[list[PrefillPoint], bool]:
+def _prefill(table: dict[str, Any], source: Source) -> tuple[list[schema.PrefillPoint], bool]:
     """One point per context of `prefill`, sorted; also whether a context-0 entry was dropped."""
-    points: list[PrefillPoint] = []
+    points: list[schema.PrefillPoint] = []
     dropped = False
     for key, value in table.items():
         where = f"$.prefill.{key}"
@@ -202,21 +191,21 @@ def _prefill(table: dict[str, Any], source: Source) -> tuple[list[PrefillPoint],
         if context == 0:
             dropped = True
         elif entry.tok_per_sec == 0 or entry.ttft_seconds == 0:  # the tool writes zeros where it measured nothing
-            points.append(PrefillPoint(context_tokens=context, status="Failed", error="no prefill measurement recorded (0 tok/s)"))
+            points.append(schema.PrefillPoint(context_tokens=context, status="Failed", error="no prefill measurement recorded (0 tok/s)"))
         else:
-            points.append(PrefillPoint(context_tokens=context, status="Valid", prompt_tok_s=entry.tok_per_sec,
+            points.append(schema.PrefillPoint(context_tokens=context, status="Valid", prompt_tok_s=entry.tok_per_sec,
                                        ttft_ms=entry.ttft_seconds * 1000, prompt_tokens=entry.prompt_tokens))
     return sorted(points, key=lambda p: p.context_tokens), dropped
 
 
-def _decode(report: Report, source: Source) -> tuple[list[DecodeCell], bool]:
+def _decode(report: Report, source: Source) -> tuple[list[schema.DecodeCell], bool]:
     """Every planned or measured cell, sorted by context then concurrency; also whether context-0 cells were dropped."""
     meta = report.metadata
     measured = _results_by_cell(report.results, source)
     planned = {(c, n) for c in meta.context_lengths for n in meta.concurrency_levels} | _summary_cells(report.summary_table, source)
     budget = meta.max_total_tokens or 0
     every = planned | measured.keys()
-    cells: list[DecodeCell] = []
+    cells: list[schema.DecodeCell] = []
     for context, concurrency in sorted(every):
         if context == 0:
             continue
@@ -255,35 +244,36 @@ def _summary_cells(table: dict[str, Any], source: Source) -> set[Cell]:
     return cells
 
 
-def _absent_cell(context: int, concurrency: int, fits: bool) -> DecodeCell:
+def _absent_cell(context: int, concurrency: int, fits: bool) -> schema.DecodeCell:
     """A planned cell the file has no result for: the tool leaves out exactly the cells it skipped."""
     if not fits:
-        return DecodeCell(context_tokens=context, concurrency=concurrency, status="Over capacity")
+        return schema.DecodeCell(context_tokens=context, concurrency=concurrency, status="Over capacity")
     reason = "not measured: missing from the file's results although it fits the KV budget (skipped by hand or run interrupted)"
-    return DecodeCell(context_tokens=context, concurrency=concurrency, status="Failed", error=reason)
+    return schema.DecodeCell(context_tokens=context, concurrency=concurrency, status="Failed", error=reason)
 
 
-def _measured_cell(index: int, result: Result, meta: Metadata, source: Source) -> DecodeCell:
+def _measured_cell(index: int, result: Result, meta: Metadata, source: Source) -> schema.DecodeCell:
     """A cell from one `results` entry, its status decided before any figure is read."""
     base = {"context_tokens": result.context_tokens, "concurrency": result.concurrency}
     if result.loop_detected:
-        return DecodeCell(**base, status="Looped", completed=0, output_tokens=0)
+        return schema.DecodeCell(**base, status="Looped", completed=0, output_tokens=0)
     if result.error:
-        return DecodeCell(**base, status="Failed", error=result.error)
+        return schema.DecodeCell(**base, status="Failed", error=result.error)
     if result.aggregate_tps is None or result.aggregate_tps < 0:
         if result.capacity_limited:
-            return DecodeCell(**base, status="Over capacity")
-        return DecodeCell(**base, status="Failed", error="not measured: the cell was skipped during the run")
+            return schema.DecodeCell(**base, status="Over capacity")
+        return schema.DecodeCell(**base, status="Failed", error="not measured: the cell was skipped during the run")
     where = f"$.results[{index}]"
-    figures = decode(source.data["results"][index], Measured, source.path, at=where)
+    raw = source.data["results"][index]
+    figures = decode(raw, Measured, source.path, at=where)
     if figures.num_errors > 0 and figures.total_tokens == 0:
-        return DecodeCell(**base, status="Failed", error=figures.timeout_reason or f"{figures.num_errors} request errors and no output tokens")
+        return schema.DecodeCell(**base, status="Failed", error=figures.timeout_reason or f"{figures.num_errors} request errors and no output tokens")
     metrics = meta.metrics_available is not False
     if metrics and figures.avg_running_reqs is None:
         raise InputError(source.path, f"{where}.avg_running_reqs", "missing: the server's metrics were available")
     queued = figures.capacity_limited or figures.max_queue_reqs > 0
-    tails = {field: getattr(figures, key) * 1000 for key, field in TAILS if getattr(figures, key) is not None}
-    return DecodeCell(
+    tails = {field: decode(raw.get(key), Figure | None, source.path, at=f"{where}.{key}") for key, field in TAILS}
+    return schema.DecodeCell(
         **base, status="Requests queued" if queued else "Valid",
         total_tok_s=figures.aggregate_tps, per_request_tok_s=figures.output_tps_per_user_p50,
         ttft_ms=figures.ttft_p50 * 1000, tbt_ms=figures.inter_token_latency_p50 * 1000,
@@ -291,7 +281,7 @@ def _measured_cell(index: int, result: Result, meta: Metadata, source: Source) -
         completed=figures.completed_request_count, output_tokens=figures.total_tokens,
         measured_s=figures.measurement_seconds,
         prompt_tokens=round(figures.input_seq_len_avg) if figures.input_seq_len_avg else None,
-        **tails,
+        **{field: seconds * 1000 for field, seconds in tails.items() if seconds is not None},
     )
 
 
