@@ -13,7 +13,7 @@ import msgspec
 
 from sitegen.errors import InputError
 from sitegen.importers.importer import Importer, Source, decode, utc_moment
-from sitegen.importers.sweep import Level, SweepFile
+from sitegen.importers.sweep import Level, SweepFile, Tails
 
 TOOL = "AIPerf"
 FOLDER_FILES = "profile_export_aiperf.json"  # in each run's --output-artifact-dir
@@ -25,13 +25,11 @@ class Total(msgspec.Struct, kw_only=True):
     avg: float
 
 
-class Distribution(msgspec.Struct, kw_only=True):
-    """A per-request figure with the percentiles a cell keeps."""
+class Distribution(Tails, kw_only=True):
+    """A per-request figure: its average and median besides the tails a cell keeps."""
 
     avg: float
     p50: float
-    p90: float
-    p99: float
 
 
 class Phase(msgspec.Struct, kw_only=True):

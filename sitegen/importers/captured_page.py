@@ -14,17 +14,9 @@ from pathlib import Path
 import msgspec
 
 from runner.bundle import formats as f
+from runner.bundle import schema
 from runner.bundle.display import COLD_TTFT_NOTE, LEGEND, TTFT_NOTE
 from runner.bundle.display import PAGE_TEXT as T
-from runner.bundle.schema import (
-    STATUSES,
-    Bundle,
-    DecodeCell,
-    Engine,
-    Hardware,
-    PrefillPoint,
-    RunInfo,
-)
 from sitegen import runview
 from sitegen.errors import InputError, raise_if_any
 from sitegen.importers.importer import Found, Importer, Source, slug_id
@@ -35,7 +27,7 @@ HEADINGS = (*SECTION_LABELS, T.launch_heading, T.prefill_heading, T.decode_headi
 # A heading that a capture glued to the end of the line before it, keyed by the caption after it.
 CAPTION_OF = {T.prefill_heading: T.prefill_caption, T.decode_heading: T.decode_caption, T.table_heading: T.table_caption}
 
-_STATUS = "|".join(re.escape(s) for s in STATUSES)
+_STATUS = "|".join(re.escape(s) for s in schema.STATUSES)
 _PHASE = "|".join(re.escape(s) for s in (T.prefill_heading, T.decode_heading))
 _ROW_RE = re.compile(rf"^({_PHASE}) (\S+) ([\d,]+) ({_STATUS})(?: (.*))?$")
 _VALUE_RE = re.compile(r"—|-|[\d,]+(?:\.\d+)?K?(?: ms| s)?")
@@ -98,7 +90,7 @@ def read(source: Source) -> Found:
     prefill, decode = _parse_table(table_lines, cur)
     byline, measured_line, summary_lines = _split_header(header)
     submitter, origin = _parse_byline(byline.text if byline else None)
-    bundle = Bundle(
+    bundle = schema.Bundle(
         id="page",
         model="pending",
         measured_at=_parse_measured(measured_line, cur),
@@ -114,7 +106,7 @@ def read(source: Source) -> Found:
     bundle = msgspec.structs.replace(bundle, model=_model_from_title(bundle, title_line, cur))
     engine_line = runview.summary_engine(bundle)  # as the page states it, whatever --engine-name says
 
-    def confirm(valid: Bundle) -> None:
+    def confirm(valid: schema.Bundle) -> None:
         view = runview.run_view(valid)
         errors = _check_matrix(view, matrix_lines, cur) + _check_prefill(view, prefill_lines, cur)
         # The summary restates the matrix's shape, so it is checked only once the cells agree.
@@ -123,7 +115,7 @@ def read(source: Source) -> Found:
     return Found(bundle, name=_page_id, confirm=confirm)
 
 
-def _page_id(bundle: Bundle) -> str:
+def _page_id(bundle: schema.Bundle) -> str:
     """"model-gpu-x2-2026-09-03" from what the page (and the options) say."""
     date = bundle.measured_at.date().isoformat() if bundle.measured_at else None
     gpus = f"x{bundle.hardware.gpu_count}" if bundle.hardware.gpu_count else None
@@ -230,10 +222,10 @@ _COLUMNS = (
 )
 
 
-def _parse_table(lines: list[Line], cur: _Cursor) -> tuple[list[PrefillPoint], list[DecodeCell]]:
+def _parse_table(lines: list[Line], cur: _Cursor) -> tuple[list[schema.PrefillPoint], list[schema.DecodeCell]]:
     """Rows of "All measurements": the source of every number on the page."""
-    prefill: list[PrefillPoint] = []
-    decode: list[DecodeCell] = []
+    prefill: list[schema.PrefillPoint] = []
+    decode: list[schema.DecodeCell] = []
     for line in lines:
         text = " ".join(line.text.replace("|", " ").split())
         if text.startswith(T.table_header[0] + " ") or text in LEGEND.values() or not text:
@@ -251,9 +243,9 @@ def _parse_table(lines: list[Line], cur: _Cursor) -> tuple[list[PrefillPoint], l
         except ValueError:
             raise cur.error(f"All measurements: not a context length: {label!r}", line) from None
         if phase == T.prefill_heading:
-            prefill.append(PrefillPoint(context_tokens=context, status=status, prompt_tok_s=values[0], ttft_ms=values[2]))
+            prefill.append(schema.PrefillPoint(context_tokens=context, status=status, prompt_tok_s=values[0], ttft_ms=values[2]))
             continue
-        decode.append(DecodeCell(
+        decode.append(schema.DecodeCell(
             context_tokens=context, concurrency=int(at_once.replace(",", "")), status=status,
             total_tok_s=values[0], per_request_tok_s=values[1], ttft_ms=values[2], tbt_ms=values[3],
             avg_active=values[4], completed=_parse_int(tokens[5], line, cur, "Completed requests"),
@@ -304,7 +296,7 @@ def _field(fields: dict[str, tuple[str, Line]], key: str) -> str | None:
     return fields[key][0] if key in fields else None
 
 
-def _hardware(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> Hardware:
+def _hardware(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> schema.Hardware:
     count_text = _field(fields, "Hardware/GPU count")
     gpu_count = None
     if count_text is not None:
@@ -318,7 +310,7 @@ def _hardware(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> Hardware:
         if not match:
             raise cur.error(f"VRAM: expected like '282 GB (2 × 141 GB)', got {vram_text!r}", fields["Hardware/VRAM"][1])
         per_gpu = float(match.group(3) or match.group(1))
-    return Hardware(
+    return schema.Hardware(
         type=_field(fields, "Hardware/Type"),
         gpu=_field(fields, "Hardware/GPU"),
         gpu_count=gpu_count,
@@ -327,11 +319,11 @@ def _hardware(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> Hardware:
     )
 
 
-def _engine(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> Engine:
+def _engine(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> schema.Engine:
     name = _field(fields, "Engine/Engine")
     if not name:
         raise cur.error("the Engine section has no 'Engine' name")
-    return Engine(
+    return schema.Engine(
         name=name,
         version=_field(fields, "Engine/Version"),
         quantization=_field(fields, "Engine/Quantization"),
@@ -353,9 +345,9 @@ def _setting(fields: dict[str, tuple[str, Line]], key: str, suffix: str, cur: _C
         raise cur.error(f"{key.split('/')[1]}: expected like '30{suffix}', got {text!r}", fields[key][1]) from None
 
 
-def _run(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> RunInfo:
+def _run(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> schema.RunInfo:
     max_output = _setting(fields, "Run/Max output", " tokens", cur)
-    return RunInfo(
+    return schema.RunInfo(
         served_model=_field(fields, "Run/Served model"),
         revision=_field(fields, "Run/Revision"),
         benchmark_tool=_field(fields, "Run/Benchmark tool"),
@@ -366,7 +358,7 @@ def _run(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> RunInfo:
     )
 
 
-def _model_from_title(bundle: Bundle, line: Line, cur: _Cursor) -> str:
+def _model_from_title(bundle: schema.Bundle, line: Line, cur: _Cursor) -> str:
     """The model is the title less the hardware suffix the Hardware section implies."""
     suffix = runview.title(msgspec.structs.replace(bundle, model=""))
     if suffix and not line.text.endswith(suffix):

@@ -14,18 +14,11 @@ import msgspec
 
 from sitegen.errors import InputError
 from sitegen.importers.importer import Importer, Source, decode
-from sitegen.importers.sweep import Level, SweepFile, measured_at, tok_s_from_ms
+from sitegen.importers.sweep import Level, SweepFile, Tails, measured_at, tok_s_from_ms
 
 TOOL = "GuideLLM"
 FOLDER_FILES = None  # GuideLLM writes one file wherever --output says
 EPOCH_9999 = 253402300800.0  # the first second of the year 10000, past any datetime
-
-
-class Percentiles(msgspec.Struct, kw_only=True):
-    """The tail percentiles a cell keeps."""
-
-    p90: float
-    p99: float
 
 
 class Stats(msgspec.Struct, kw_only=True):
@@ -35,7 +28,7 @@ class Stats(msgspec.Struct, kw_only=True):
     median: float
     count: int
     total_sum: float
-    percentiles: Percentiles
+    percentiles: Tails
 
 
 class ByStatus(msgspec.Struct, kw_only=True):

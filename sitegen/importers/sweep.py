@@ -25,6 +25,13 @@ UNKNOWN_ENGINE = "unknown"
 ROW_SPREAD = 0.01  # levels whose mean input lengths differ by less than this share a matrix row
 
 
+class Tails(msgspec.Struct, kw_only=True, frozen=True):
+    """The tail percentiles of a latency that a cell keeps, as GuideLLM and AIPerf name them."""
+
+    p90: float
+    p99: float
+
+
 class Level(msgspec.Struct, kw_only=True, frozen=True):
     """One (input length, concurrency) level as a tool reports it, in the bundle's units (tok/s, ms, s)."""
 
