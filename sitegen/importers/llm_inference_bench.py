@@ -96,7 +96,10 @@ class Measured(msgspec.Struct, kw_only=True):
 
 
 class PrefillEntry(msgspec.Struct, kw_only=True):
-    """One context of `prefill`."""
+    """One context of `prefill`: one prompt of that length, its prompt tok/s and its TTFT.
+
+    The tool writes zeros for a context it could not measure; the point is then Failed.
+    """
 
     tok_per_sec: Figure
     ttft_seconds: Figure
@@ -190,7 +193,7 @@ def _prefill(table: dict[str, Any], source: Source) -> tuple[list[schema.Prefill
         entry = decode(value, PrefillEntry, source.path, at=where)
         if context == 0:
             dropped = True
-        elif entry.tok_per_sec == 0 or entry.ttft_seconds == 0:  # the tool writes zeros where it measured nothing
+        elif entry.tok_per_sec == 0 or entry.ttft_seconds == 0:
             points.append(schema.PrefillPoint(context_tokens=context, status="Failed", error="no prefill measurement recorded (0 tok/s)"))
         else:
             points.append(schema.PrefillPoint(context_tokens=context, status="Valid", prompt_tok_s=entry.tok_per_sec,
