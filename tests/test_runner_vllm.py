@@ -56,9 +56,9 @@ def test_matrix_statuses_and_every_cell_against_vllms_own_accounting(vllm_server
     assert bundle.engine.name == "vllm" and bundle.engine.version == "0.32.0"
     assert bundle.hardware.client.cores and bundle.hardware.client.memory_gb
     cells = {(c.context_tokens, c.concurrency): c for c in bundle.decode}
-    # Eight requests, four sequences at most. On two cores vLLM's engine can starve the client in every
-    # window; then the cell is Distorted with its reason (checked below) rather than Requests queued.
-    assert cells[1024, 8].status in ("Requests queued", "Distorted")
+    # Eight requests, four sequences at most: queued by vLLM's own histograms and gauges, even where its
+    # engine starved the client in every window (then the reason is recorded beside the status).
+    assert cells[1024, 8].status == "Requests queued", cells[1024, 8].distortion
     assert cells[2048, 8].status == "Over capacity"  # 8 × (2,048 + 256) tokens > 16,384
     for key, cell in cells.items():
         if key == (2048, 8):
