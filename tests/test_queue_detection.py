@@ -13,11 +13,7 @@ import pytest
 from runner.bundle.schema import ServerCheck
 from runner.crosscheck import Scrape, server_check, server_queued, status
 from runner.metrics import parse_prometheus
-
-# vLLM 0.32's bucket bounds (vllm/v1/metrics/buckets.py), cut short.
-TTFT_BOUNDS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0)
-QUEUE_BOUNDS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0)
-ITL_BOUNDS = (0.01, 0.025, 0.05, 0.1)
+from runner.simulator.histogram import ITL_BUCKETS, QUEUE_BUCKETS, TTFT_BUCKETS  # vLLM's bounds
 
 
 def histogram_lines(name: str, bounds: tuple[float, ...], observations: list[float]) -> list[str]:
@@ -31,9 +27,9 @@ def page(ttft: list[float], queue: list[float], itl: list[float], waiting: int =
     """A vLLM /metrics page with these histograms and gauges."""
     lines = [f'vllm:num_requests_waiting{{engine="0"}} {waiting}', f'vllm:num_requests_running{{engine="0"}} {running}',
              f'vllm:generation_tokens_total{{engine="0"}} {len(ttft) + len(itl)}']
-    lines += histogram_lines("vllm:time_to_first_token_seconds", TTFT_BOUNDS, ttft)
-    lines += histogram_lines("vllm:request_queue_time_seconds", QUEUE_BOUNDS, queue)
-    lines += histogram_lines("vllm:inter_token_latency_seconds", ITL_BOUNDS, itl)
+    lines += histogram_lines("vllm:time_to_first_token_seconds", TTFT_BUCKETS, ttft)
+    lines += histogram_lines("vllm:request_queue_time_seconds", QUEUE_BUCKETS, queue)
+    lines += histogram_lines("vllm:inter_token_latency_seconds", ITL_BUCKETS, itl)
     return "\n".join(lines) + "\n"
 
 
