@@ -14,6 +14,7 @@ Run: python3 benchmarks/accuracy.py [--busy 6] [--duration 5]
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -30,15 +31,18 @@ def main() -> None:
     parser.add_argument("--busy", type=int, default=0, help="processes spinning on the CPUs meanwhile")
     parser.add_argument("--duration", type=float, default=5.0, help="seconds per window")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
     try:
         with tempfile.TemporaryDirectory() as folder:
             bundle, errors = run_matrix(Path(folder), args.duration)
+        load_during = os.getloadavg()[0]
     finally:
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
-    print(f"{args.busy} busy processes, {args.duration:g} s windows; errors against the simulator's token log:")
+    print(f"{args.busy} busy processes, {args.duration:g} s windows; load average (1 min) {load_before:.1f} before, "
+          f"{load_during:.1f} at the end (on {os.cpu_count()} cores); errors against the simulator's token log:")
     print(table(errors))
     valid = [e for e in errors if e.status == "Valid"]
     flagged = [e for e in errors if e.status == "Distorted"]

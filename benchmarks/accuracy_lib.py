@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import msgspec
@@ -33,6 +34,8 @@ CONFIG = SimConfig(max_model_len=8192, kv_capacity_tokens=16384, max_num_seqs=4,
 CONTEXTS = [1024, 2048]
 CONCURRENCY = [1, 2, 4, 8]
 MAX_OUTPUT = 256
+# With six busy processes on two cores the simulator has taken more than 10 s to close after Ctrl-C.
+STOP_S = 60
 
 
 class CellError(msgspec.Struct, kw_only=True):
@@ -92,7 +95,13 @@ def run_matrix(folder: Path, duration: float, config: SimConfig = CONFIG, contex
         asyncio.run(measure(options, progress=Progress(0, io.StringIO())))
     finally:
         server.send_signal(signal.SIGINT)  # Ctrl-C: the simulator closes its log and stops
-        server.wait(timeout=10)
+        asked = time.monotonic()
+        try:
+            server.wait(timeout=STOP_S)
+        except subprocess.TimeoutExpired:  # the log is written a line at a time: nothing is lost
+            server.kill()
+            server.wait()
+        print(f"the simulator stopped {time.monotonic() - asked:.1f} s after Ctrl-C", file=sys.stderr)
     bundle = decode_bundle(out.read_bytes())
     traces = read_token_log(log_path)
     errors = [cell_error(c, traces) for c in bundle.decode if c.total_tok_s is not None]

@@ -223,7 +223,7 @@ class CellRunner:
         if outcome:
             return DecodeCell(**base, status="Failed", error=str(outcome[0]))
         figures = decode_figures(traces, start, end)
-        server = crosscheck.server_check(before, after, scrapes) if before and after else None
+        server = crosscheck.server_check(before, after, scrapes, end - start) if before and after else None
         itl_s = server.itl_mean_ms / 1000 if server and server.itl_mean_ms else None
         client = ClientCheck(loop_lag_p99_ms=ms(lag_p99), loop_lag_max_ms=ms(lag_max), cpu_share=cpu,
                              burst_share=burst_share(traces, start, end, itl_s),

@@ -75,8 +75,8 @@ def ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000
 
 
-def server_check(before: Scrape, after: Scrape, during: Sequence[Scrape]) -> ServerCheck | None:
-    """What the server's metrics say about the window between `before` and `after`; None if nothing."""
+def server_check(before: Scrape, after: Scrape, during: Sequence[Scrape], duration: float) -> ServerCheck | None:
+    """What the server's metrics say about the `duration`-second window between `before` and `after`; None if nothing."""
     row = metrics.engine_metrics(after.samples)
     if row is None:
         return None
@@ -117,6 +117,8 @@ def server_check(before: Scrape, after: Scrape, during: Sequence[Scrape]) -> Ser
         waiting_seen=sum(v > 0 for v in waiting),
         running_mean=statistics.fmean(running) if running else None,
         scrapes=len(trips), stale_scrapes=len(during) - len(fresh), scrape_max_ms=max(trips) * 1000,
+        active_mean=itl.sum / duration if itl and duration > 0 else None,
+        first_token_waited_share=ttft.share_above(QUEUE_WAIT_S) if ttft and ttft.count else None,
     )
 
 
@@ -179,32 +181,46 @@ def distortion(times: ClientTimes, server: ServerCheck | None, client: ClientChe
     return "; ".join(reasons) or None
 
 
-def server_queued(server: ServerCheck | None) -> bool:
-    """Did the server say requests waited in its queue during the window?
+def server_queued(server: ServerCheck | None, concurrency: int) -> bool:
+    """Did the server say requests waited during the window, whatever the client saw?
 
-    Its queue-time histogram: QUEUED_SHARE of the window's requests waited QUEUE_WAIT_S or more
-    (engines observe it when a request finishes, so a short window may hold none). Its waiting
-    gauge, in the scrapes that answered promptly: above zero in two of them and in QUEUED_SHARE
-    of them (brief blips are the scheduler admitting replacements).
+    Any one of three signs is enough. Its queue-time histogram: QUEUED_SHARE of the window's
+    finished requests waited QUEUE_WAIT_S or more before running. Its waiting gauge, in the
+    scrapes that answered promptly: above zero in two of them and in QUEUED_SHARE of them (brief
+    blips are the scheduler admitting replacements). Or its histograms together: it had under
+    ACTIVE_FRACTION of the N requests generating on average (summed inter-token latency over the
+    window) while QUEUED_SHARE of the window's first tokens came QUEUE_WAIT_S or more after
+    their request arrived. Engines observe queue time only when a request finishes, so in a
+    short window on a slow server the requests that waited may not have finished; they did get
+    their first token, late, and the running seats stayed short of N. A client that fails to
+    keep N requests open lowers the first figure but not the second: its requests are served
+    as soon as they arrive.
     """
     if server is None:
         return False
     if server.queued_share is not None and server.queued_share >= QUEUED_SHARE:
         return True
-    return server.waiting_share is not None and server.waiting_share >= QUEUED_SHARE and server.waiting_seen >= 2
+    if server.waiting_share is not None and server.waiting_share >= QUEUED_SHARE and server.waiting_seen >= 2:
+        return True
+    active, waited = server.active_mean, server.first_token_waited_share
+    return (isinstance(active, (int, float)) and isinstance(waited, (int, float))
+            and active < ACTIVE_FRACTION * concurrency and waited >= QUEUED_SHARE)
 
 
 def status(server: ServerCheck | None, reason: str | None, avg_active: float, concurrency: int) -> str:
-    """The cell's status from the queue signs and the distortion verdict.
+    """The cell's status from the queue signs and the distortion verdict, in this order.
 
-    A queue the server reports wins. So do average active requests under ACTIVE_FRACTION of
-    those sent, which no stale gauge can hide, where the server's waiting gauge (read at any
-    moment of the window, however slowly) saw a request waiting. Otherwise a
-    distorted window is Distorted, since bursty delivery also shortens the client's view of how
-    long streams were active; and an undistorted one with too few active requests is queued.
+    1. A queue the server reports (server_queued) wins, distorted or not: the reason is recorded
+       beside it all the same.
+    2. Average active requests under ACTIVE_FRACTION of those sent, which no stale gauge can hide,
+       is a queue where the server's waiting gauge (read at any moment of the window, however
+       slowly) saw a request waiting.
+    3. Otherwise a distorted window is Distorted, since bursty delivery also shortens the
+       client's view of how long streams were active;
+    4. and an undistorted one with too few active requests is queued; else Valid.
     """
     short = avg_active < ACTIVE_FRACTION * concurrency
-    if server_queued(server):
+    if server_queued(server, concurrency):
         return "Requests queued"
     if short and (server is None or (server.waiting_max or 0) > 0):
         return "Requests queued"

@@ -54,7 +54,7 @@ def test_sglang_window_counts_tokens_from_its_histograms() -> None:
     this window, yet 4 streams gave 400 tokens, as its TTFT (4) and ITL (396) counts say."""
     before = scrape(sglang_text(512, 100, 2.0, 2, 0.1))
     after = scrape(sglang_text(512, 496, 9.92, 6, 0.3), at=5)
-    check = server_check(before, after, [])
+    check = server_check(before, after, [], 5.0)
     assert check.metrics == "sglang" and check.generated_tokens == 400 and check.requests == 4
     assert check.itl_per_token_ms == pytest.approx(check.itl_mean_ms) == pytest.approx(20.0)
 
@@ -74,7 +74,7 @@ def test_server_check_of_a_window() -> None:
     after = scrape(vllm_text(1100, [0, 990, 990, 990], 19.8, [1, 10, 10, 10], 0.15), at=5)
     during = [scrape(vllm_text(500, [0] * 4, 0, [0] * 4, 0, waiting=2, running=4), at=1),
               scrape(vllm_text(500, [0] * 4, 0, [0] * 4, 0, waiting=9, running=4), at=2, trip=3.0)]  # stale
-    check = server_check(before, after, during)
+    check = server_check(before, after, during, 5.0)
     assert check.generated_tokens == 1000 and check.requests == 10
     assert check.itl_mean_ms == pytest.approx(20.0) and check.itl_per_token_ms == pytest.approx(20.0)
     assert check.ttft_mean_ms == pytest.approx(15.0)

@@ -37,7 +37,7 @@ WINDOW_S = 4.0
 
 def counter(server: SglangServer, name: str) -> float:
     """One of the server's counters right now, summed over its label sets."""
-    return sum(s.value for s in metrics.parse_prometheus(server.metrics()) if s.name == name)
+    return sum(s.value for s in metrics.parse_prometheus(server.metrics(), None) if s.name == name)
 
 
 def _probe(server: SglangServer) -> ServerFacts:
@@ -87,7 +87,7 @@ class Matrix(msgspec.Struct):
 
 def token_accounting(server: SglangServer) -> tuple[float, float]:
     """(generation_tokens_total, TTFT count + ITL count) right now."""
-    samples = metrics.parse_prometheus(server.metrics())
+    samples = metrics.parse_prometheus(server.metrics(), None)  # the runner reads no generation_tokens_total
     ttft = metrics.histogram(samples, "sglang:time_to_first_token_seconds")
     itl = metrics.histogram(samples, "sglang:inter_token_latency_seconds")
     observed = (ttft.count if ttft else 0) + (itl.count if itl else 0)

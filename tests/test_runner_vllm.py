@@ -56,9 +56,9 @@ def test_matrix_statuses_and_every_cell_against_vllms_own_accounting(vllm_server
     assert bundle.engine.name == "vllm" and bundle.engine.version == "0.32.0"
     assert bundle.hardware.client.cores and bundle.hardware.client.memory_gb
     cells = {(c.context_tokens, c.concurrency): c for c in bundle.decode}
-    # Eight requests, four sequences at most. On two cores vLLM's engine can starve the client in every
-    # window; then the cell is Distorted with its reason (checked below) rather than Requests queued.
-    assert cells[1024, 8].status in ("Requests queued", "Distorted")
+    # Eight requests, four sequences at most: queued by vLLM's own histograms and gauges, even where its
+    # engine starved the client in every window (then the reason is recorded beside the status).
+    assert cells[1024, 8].status == "Requests queued", cells[1024, 8].distortion
     assert cells[2048, 8].status == "Over capacity"  # 8 × (2,048 + 256) tokens > 16,384
     for key, cell in cells.items():
         if key == (2048, 8):
@@ -72,8 +72,9 @@ def test_matrix_statuses_and_every_cell_against_vllms_own_accounting(vllm_server
         FIGURES.append(f"vLLM {key[0] // 1024}K × {key[1]}: {cell.status}, {cell.per_request_tok_s:,.1f} tok/s per "
                        f"request against {1000 / server.itl_per_token_ms:,.1f} from vLLM's ITL histogram; "
                        f"output tokens {off:+.2%} of vLLM's count; TTFT {cell.ttft_ms:.1f} ms, vLLM's mean "
-                       f"{server.ttft_mean_ms:.1f} ms; loop lag p99 {client.loop_lag_p99_ms:.1f} ms; "
-                       f"{client.attempts} window(s)")
+                       f"{server.ttft_mean_ms:.1f} ms; vLLM had {server.active_mean:.1f} generating, "
+                       f"{server.first_token_waited_share:.0%} of first tokens 0.1 s late; loop lag p99 "
+                       f"{client.loop_lag_p99_ms:.1f} ms; {client.attempts} window(s)")
         if cell.status == "Distorted":
             assert cell.distortion, key
         if not cell.distortion:  # the cross-check let it pass: it must agree with vLLM's count

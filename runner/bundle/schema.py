@@ -104,7 +104,11 @@ class ServerCheck(msgspec.Struct, kw_only=True):
     latency once per step, however many tokens the step gave, so `itl_per_token_ms` spreads the
     summed latency over the tokens after each request's first (SGLang counts it per token
     already). Gauges come from the scrapes taken during the window that answered promptly;
-    `stale_scrapes` counts those that did not and were set aside.
+    `stale_scrapes` counts those that did not and were set aside. Two figures come from the
+    histograms alone, so no stale scrape or starved client moves them: `active_mean`, the
+    requests the server had generating on average (its summed inter-token latency over the
+    window's length), and `first_token_waited_share`, the share of the window's first tokens
+    that came 0.1 s or more after their request arrived.
     """
 
     metrics: Text
@@ -125,6 +129,8 @@ class ServerCheck(msgspec.Struct, kw_only=True):
     scrapes: Count = 0
     stale_scrapes: Count = 0
     scrape_max_ms: Rate | None = None
+    active_mean: Rate | None | UnsetType = UNSET
+    first_token_waited_share: Rate | None | UnsetType = UNSET
 
 
 class ClientCheck(msgspec.Struct, kw_only=True):
