@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -123,17 +122,3 @@ def start_llama_server(model: Path, log: Path, context: int = 8192, slots: int =
         process.kill()
         raise
     return LlamaServer(f"http://127.0.0.1:{port}/v1", command, process)
-
-
-@pytest.fixture(scope="session")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    """A session-wide llama-server with SLOTS slots serving the tiny model."""
-    llama_server_binary()
-    folder = tmp_path_factory.mktemp("llama")
-    server = start_llama_server(make_tiny_gguf(folder / "tiny.gguf"), folder / "server.log")
-    yield server
-    server.process.terminate()
-    try:
-        server.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        server.process.kill()

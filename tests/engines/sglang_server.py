@@ -13,15 +13,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
-from tests.conftest import FIGURES, ROOT
-from tests.engines.serving import engine_missing, free_port, wait_healthy
+from tests.builders import ROOT
+from tests.engines.serving import free_port, wait_healthy
 
 SGLANG_PYTHON = ROOT / ".engines" / "sglang" / "bin" / "python"
 SETUP = "make engines-sglang"
@@ -107,20 +104,3 @@ def start_sglang_server(model: Path, folder: Path, max_running: int = MAX_RUNNIN
         server.stop()
         raise
     return server
-
-
-@pytest.fixture(scope="session")
-def sglang_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SglangServer]:
-    """One SGLang server for the whole session, limited as the module docstring says."""
-    if not SGLANG_PYTHON.exists():
-        engine_missing(f"no SGLang venv at {SGLANG_PYTHON.parent.parent}", SETUP)
-    folder = tmp_path_factory.mktemp("sglang")
-    try:
-        model = make_tiny_llama(folder / "model")
-        started = time.monotonic()
-        server = start_sglang_server(model, folder)
-    except (RuntimeError, subprocess.SubprocessError) as exc:
-        pytest.fail(f"SGLang could not start: {exc}", pytrace=False)
-    FIGURES.append(f"SGLang {installed_version()} on CPU: ready in {time.monotonic() - started:.0f} s")
-    yield server
-    server.stop()

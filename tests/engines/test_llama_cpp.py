@@ -14,10 +14,9 @@ from runner.measure import measure
 from runner.options import Options
 from runner.probe import ServerFacts, probe_server
 from runner.progress import Progress
-from tests.llama_fixture import (  # noqa: F401
+from tests.engines.llama_server import (
     SLOTS,
     LlamaServer,
-    llama_server,
     make_tiny_gguf,
     start_llama_server,
 )
@@ -25,7 +24,7 @@ from tests.llama_fixture import (  # noqa: F401
 pytestmark = pytest.mark.llama
 
 
-def test_requests_queued_exactly_where_requests_exceed_slots(llama_server, tmp_path: Path) -> None:  # noqa: F811
+def test_requests_queued_exactly_where_requests_exceed_slots(llama_server, tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     options = Options(base_url=llama_server.base_url, contexts=[300], prefill_contexts=[300, 1000],
                       concurrency=[1, 2, 4, 8], duration=2.0, max_output=128, out=out,
@@ -63,7 +62,7 @@ def _probe(server: LlamaServer, launch_command: str | None) -> ServerFacts:
     return asyncio.run(probe())
 
 
-def test_kv_capacity_of_split_and_shared_slot_caches(llama_server, tmp_path: Path) -> None:  # noqa: F811
+def test_kv_capacity_of_split_and_shared_slot_caches(llama_server, tmp_path: Path) -> None:
     """-c 8192 is the whole KV cache either way; the API alone cannot tell a shared one apart."""
     split = _probe(llama_server, " ".join(llama_server.command))
     assert (split.slots, split.max_model_len, split.kv_capacity) == (SLOTS, 8192 // SLOTS, 8192)

@@ -18,15 +18,14 @@ from runner.options import Options
 from runner.probe import ServerFacts, probe_server
 from runner.progress import Progress
 from runner.prompts import request_body
-from tests.conftest import FIGURES
-from tests.sglang_fixture import (  # noqa: F401
+from tests.builders import FIGURES
+from tests.engines.sglang_server import (
     KV_TOKENS,
     MAX_OUTPUT,
     MAX_RUNNING,
     STREAM_INTERVAL,
     SglangServer,
     installed_version,
-    sglang_server,
 )
 
 pytestmark = pytest.mark.sglang
@@ -50,7 +49,7 @@ def _probe(server: SglangServer) -> ServerFacts:
     return asyncio.run(probe())
 
 
-def test_probe_reads_engine_version_kv_pool_and_queue_gauge(sglang_server: SglangServer) -> None:  # noqa: F811
+def test_probe_reads_engine_version_kv_pool_and_queue_gauge(sglang_server: SglangServer) -> None:
     facts = _probe(sglang_server)
     assert (facts.engine, facts.version) == ("sglang", installed_version())
     assert (facts.kv_capacity, facts.kv_source) == (KV_TOKENS, "sglang /get_server_info")
@@ -58,7 +57,7 @@ def test_probe_reads_engine_version_kv_pool_and_queue_gauge(sglang_server: Sglan
     assert facts.queue_gauge
 
 
-def test_usage_counts_every_token_when_chunks_carry_several(sglang_server: SglangServer) -> None:  # noqa: F811
+def test_usage_counts_every_token_when_chunks_carry_several(sglang_server: SglangServer) -> None:
     """--stream-interval 2: after the first, every chunk carries two tokens or more (SGLang joins what
     its HTTP side has not sent yet); usage still counts each one, as SGLang's own counter does."""
     async def stream() -> Trace:
@@ -95,7 +94,7 @@ def token_accounting(server: SglangServer) -> tuple[float, float]:
 
 
 @pytest.fixture(scope="module")
-def matrix(sglang_server: SglangServer, tmp_path_factory: pytest.TempPathFactory) -> Matrix:  # noqa: F811
+def matrix(sglang_server: SglangServer, tmp_path_factory: pytest.TempPathFactory) -> Matrix:
     """The judging matrix measured once (contexts 1K and 2K, concurrency 1, 4 and 8), then SGLang's
     accounting once the requests the windows cut off have ended."""
     out = tmp_path_factory.mktemp("sglang-run") / "run.json"

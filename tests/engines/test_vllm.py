@@ -21,8 +21,8 @@ from runner.measure import measure
 from runner.options import Options
 from runner.probe import ServerFacts, probe_server
 from runner.progress import Progress
-from tests.conftest import FIGURES
-from tests.vllm_fixture import KV_TOKENS, MAX_NUM_SEQS, VllmServer, vllm_server  # noqa: F401
+from tests.builders import FIGURES
+from tests.engines.vllm_server import KV_TOKENS, MAX_NUM_SEQS, VllmServer
 
 pytestmark = pytest.mark.vllm
 MEASURED = ("Valid", "Distorted", "Requests queued")
@@ -35,7 +35,7 @@ def _options(server: VllmServer, out: Path, **changes: object) -> Options:
     return Options(**settings)
 
 
-def test_probe_reads_engine_version_length_and_kv_cache(vllm_server: VllmServer) -> None:  # noqa: F811
+def test_probe_reads_engine_version_length_and_kv_cache(vllm_server: VllmServer) -> None:
     async def probe() -> ServerFacts:
         client = Client(vllm_server.base_url, api_key=None)
         try:
@@ -48,7 +48,7 @@ def test_probe_reads_engine_version_length_and_kv_cache(vllm_server: VllmServer)
     assert facts.queue_gauge and facts.model == str(vllm_server.model)
 
 
-def test_matrix_statuses_and_every_cell_against_vllms_own_accounting(vllm_server: VllmServer,  # noqa: F811
+def test_matrix_statuses_and_every_cell_against_vllms_own_accounting(vllm_server: VllmServer,
                                                                        tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     asyncio.run(measure(_options(vllm_server, out), progress=Progress(0, io.StringIO())))
@@ -89,7 +89,7 @@ def test_matrix_statuses_and_every_cell_against_vllms_own_accounting(vllm_server
     assert queued.avg_active <= MAX_NUM_SEQS + 0.1
 
 
-def test_resume_measures_only_what_the_journal_lacks(vllm_server: VllmServer, tmp_path: Path) -> None:  # noqa: F811
+def test_resume_measures_only_what_the_journal_lacks(vllm_server: VllmServer, tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     options = _options(vllm_server, out, contexts=[1024], concurrency=[1, 2], duration=1.5)
     asyncio.run(measure(options, progress=Progress(0, io.StringIO())))

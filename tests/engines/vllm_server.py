@@ -10,16 +10,15 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
-from tests.engines.serving import free_port
+from tests.builders import ROOT
+from tests.engines.serving import engine_missing, free_port
 
-ROOT = Path(__file__).resolve().parent.parent
 VENV_PYTHON = ROOT / ".engines" / "vllm" / "bin" / "python"
+SETUP = "make engines-vllm"
 MAX_NUM_SEQS = 4
 KV_TOKENS = 16_384
 # float32, not bfloat16: for bfloat16 vLLM picks its AMX attention kernels on CPUs that report
@@ -28,13 +27,6 @@ DTYPE, DTYPE_BYTES = "float32", 4
 # 2 layers × (K + V) × 128 hidden × 4 bytes = 2 KiB per token.
 KV_BYTES = KV_TOKENS * 2 * 2 * 128 * DTYPE_BYTES
 STARTUP_S = 240
-
-
-def _unavailable(reason: str) -> None:
-    """Skip, or fail under CI, where the real engine must be there."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI must test against a real vLLM: make engines-vllm)")
-    pytest.skip(f"{reason}: run make engines-vllm")
 
 
 class VllmServer:
@@ -54,7 +46,7 @@ def make_tiny_llama(folder: Path) -> Path:
     done = subprocess.run([str(VENV_PYTHON), str(ROOT / "tests" / "engines" / "tiny_llama.py"), str(folder)],
                           capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
-        _unavailable(f"the tiny Llama could not be made: {done.stderr[-1500:]}")
+        engine_missing(f"the tiny Llama could not be made: {done.stderr[-1500:]}", SETUP)
     return folder
 
 
@@ -76,7 +68,7 @@ def start_vllm_server(model: Path, folder: Path) -> VllmServer:
     deadline = time.monotonic() + STARTUP_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            _unavailable(f"vLLM exited with {process.returncode}: {log.read_text()[-2000:]}")
+            engine_missing(f"vLLM exited with {process.returncode}: {log.read_text()[-2000:]}", SETUP)
         try:
             if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200:
                 return VllmServer(f"http://127.0.0.1:{port}/v1", model, command, process, log)
@@ -84,7 +76,7 @@ def start_vllm_server(model: Path, folder: Path) -> VllmServer:
             pass
         time.sleep(0.5)
     stop(process)
-    _unavailable(f"vLLM did not become ready in {STARTUP_S} s: {log.read_text()[-2000:]}")
+    engine_missing(f"vLLM did not become ready in {STARTUP_S} s: {log.read_text()[-2000:]}", SETUP)
     raise AssertionError("unreachable")
 
 
@@ -98,14 +90,3 @@ def stop(process: subprocess.Popen) -> None:
             os.killpg(process.pid, 9)
         except ProcessLookupError:
             pass
-
-
-@pytest.fixture(scope="session")
-def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    """One vLLM for the whole test session: starting one takes 20–50 s and about 3 GiB."""
-    if not VENV_PYTHON.exists():
-        _unavailable(f"no vLLM venv at {VENV_PYTHON.parent.parent}")
-    folder = tmp_path_factory.mktemp("vllm")
-    server = start_vllm_server(make_tiny_llama(folder / "tiny-llama"), folder)
-    yield server
-    stop(server.process)

@@ -3,7 +3,6 @@ non-zero exit, and the previous site left exactly as it was."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from sitegen.cli import main
-from tests.conftest import ROOT, SEEDS
+from tests.builders import ROOT, SEEDS, tree_digest
 
 SEED_TAB = SEEDS[0]
 
@@ -20,10 +19,6 @@ SEED_TAB = SEEDS[0]
 def _sitegen(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(main, list(args))
     return result.exit_code, result.output
-
-
-def _tree_digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def _content_with(tmp_path: Path, name: str, text: str) -> Path:
@@ -91,7 +86,7 @@ def test_good_pages_are_written_even_when_one_is_bad(tmp_path: Path) -> None:
 def test_bad_bundle_fails_the_build_and_keeps_the_old_site(tmp_path: Path, mutation, field: str) -> None:
     out = tmp_path / "site"
     assert _sitegen("build", "--content", str(ROOT / "content"), "--out", str(out))[0] == 0
-    before = _tree_digest(out)
+    before = tree_digest(out)
     bundle = json.loads((ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
     bundle["id"] = "broken"
     mutation(bundle)
@@ -100,7 +95,7 @@ def test_bad_bundle_fails_the_build_and_keeps_the_old_site(tmp_path: Path, mutat
     assert code != 0
     assert output.startswith(f"error: {content / 'runs' / 'broken.json'}:{field}: ")
     assert len(output.strip().splitlines()) == 1
-    assert _tree_digest(out) == before
+    assert tree_digest(out) == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
@@ -138,10 +133,10 @@ def test_build_refuses_to_replace_a_folder_it_did_not_build(tmp_path: Path) -> N
 @pytest.mark.parametrize("where", ["content", "content/runs", "."])
 def test_build_refuses_an_output_folder_that_overlaps_the_content(tmp_path: Path, where: str) -> None:
     content = _content_with(tmp_path, "extra.json", (ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text().replace('"mimo-v2-6-flash-rl-h200-nvl-x2"', '"extra"', 1))
-    before = _tree_digest(tmp_path)
+    before = tree_digest(tmp_path)
     code, output = _sitegen("build", "--content", str(content), "--out", str(tmp_path / where))
     assert code != 0 and "overlaps the input folder" in output
-    assert _tree_digest(tmp_path) == before
+    assert tree_digest(tmp_path) == before
 
 
 def test_a_manifest_cannot_make_a_build_delete_outside_its_folder(tmp_path: Path) -> None:
@@ -197,11 +192,11 @@ def test_a_content_folder_without_runs_fails_and_keeps_the_site(tmp_path: Path, 
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     monkeypatch.chdir(tmp_path)
     assert _sitegen("build", "--content", "content", "--out", "site")[0] == 0
-    before = _tree_digest(tmp_path / "site")
+    before = tree_digest(tmp_path / "site")
     code, output = _sitegen("build", "--content", content, "--out", "site")
     assert code != 0
     assert output == f"error: {content}/runs: {NO_RUNS}\n"
-    assert _tree_digest(tmp_path / "site") == before
+    assert tree_digest(tmp_path / "site") == before
 
 
 def test_an_empty_runs_folder_builds_a_first_site(tmp_path: Path) -> None:

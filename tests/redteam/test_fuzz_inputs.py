@@ -21,15 +21,13 @@ from sitegen.importers import import_file
 from sitegen.importers.options import ImportOptions
 from sitegen.loader import decode_bundle_file
 from sitegen.runview import run_view
-from tests.conftest import FIGURES, FIXTURES, ROOT, SEEDS
-from tests.test_bad_input import _tree_digest
+from tests.builders import FIGURES, FIXTURES, NASTY_STRINGS, ROOT, SEEDS, tree_digest
 
 BUNDLES = sorted((ROOT / "content" / "runs").glob("*.json"))
 JSON_FILES = [*BUNDLES, FIXTURES / "llm-inference-bench-0.4.18.json"]
 TEXTS = [p.read_bytes() for p in [*SEEDS, *JSON_FILES]]
 DOCS = [json.loads(p.read_text()) for p in JSON_FILES]
 JUNK_NUMBERS = [b"fast", b"-1", b"1e309", b"NaN", b"Infinity", b"0x10", b"1,2", b"", b"9" * 40, b"-0", b"1e-400", "\u00bd".encode(), "\u0661\u0662".encode()]
-NASTY_STRINGS = ["NaN", "Infinity", "-inf", "1e309", "", "null", "<script>", "\u2028\u2029", "../x", "\r\n", "\x00", "K", "8K"]
 # Whole-file problems need no line or field: the file is not JSON at all, or not a format we know.
 WHOLE_FILE = ("invalid JSON", "unknown JSON format")
 FUZZ = settings(deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -243,7 +241,7 @@ def test_build_with_one_bad_bundle_keeps_the_old_site(work: Path, old_site: tupl
     broken = content / "runs" / "broken.json"
     broken.write_bytes(data)
     shutil.copytree(site, out)
-    before = _tree_digest(out)
+    before = tree_digest(out)
     TRIED["inputs"] += 1
     try:
         decode_bundle_file(broken, data)
@@ -256,7 +254,7 @@ def test_build_with_one_bad_bundle_keeps_the_old_site(work: Path, old_site: tupl
     if bad:
         assert result.exit_code != 0
         assert result.output.startswith(f"error: {broken}:") and len(result.output.splitlines()) == 1, result.output
-        assert _tree_digest(out) == before
+        assert tree_digest(out) == before
         assert not [p for p in work.iterdir() if p.name.startswith(".build-out")]
     else:
         assert result.exit_code == 0, result.output

@@ -16,9 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runner.cli import main
-from tests.conftest import FIGURES
-from tests.scripted_server import JSON, chunk, scripted
-from tests.test_fuzz_inputs import NASTY_STRINGS
+from tests.builders import FIGURES, NASTY_STRINGS
+from tests.engines.scripted_server import JSON, chunk, scripted
 
 FUZZ = settings(deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 TRIED = {"command lines": 0, "server answers": 0, "ran": 0, "errors": 0}

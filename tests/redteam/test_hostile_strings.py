@@ -14,8 +14,7 @@ import pytest
 from sitegen.build import build_site
 from sitegen.exports import FORMULA_STARTS
 from sitegen.slug import slugify
-from tests.conftest import FIGURES, ROOT, serve_folder
-from tests.test_site_browser import _guard
+from tests.builders import FIGURES, ROOT, block_offsite, serve_folder
 
 # The first one leads every field of run A (a formula for the CSVs), the last leads run B (a URL scheme).
 HOSTILE = [
@@ -113,7 +112,7 @@ def test_downloads_defuse_formulas_and_parse(hostile_site: Path) -> None:
 
 @pytest.mark.browser
 def test_hostile_text_is_shown_literally_and_never_runs(page, hostile_site: Path, hostile_server: str) -> None:
-    outside = _guard(page, hostile_server)
+    outside = block_offsite(page, hostile_server)
     for path, selector in _pages(hostile_site).items():
         page.goto(hostile_server + path)
         if path.startswith("compare/index.html"):

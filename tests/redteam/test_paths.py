@@ -13,7 +13,7 @@ from sitegen.cli import main
 from sitegen.errors import InputError
 from sitegen.loader import decode_bundle_file
 from sitegen.staging import Stage
-from tests.conftest import FIXTURES, ROOT, SEEDS
+from tests.builders import FIXTURES, ROOT, SEEDS
 
 BUNDLE = ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
 PATH_IDS = [

@@ -18,8 +18,7 @@ import pytest
 import sitegen.staging
 from sitegen.build import build_site
 from sitegen.errors import InputError
-from tests.conftest import ROOT
-from tests.test_bad_input import _tree_digest
+from tests.builders import ROOT, tree_digest
 
 
 def _content(tmp_path: Path) -> Path:
@@ -44,10 +43,10 @@ def sites(tmp_path: Path) -> tuple[Path, Path, dict, dict]:
     content = _content(tmp_path)
     out = tmp_path / "site"
     build_site(content, out)
-    old = _tree_digest(out)
+    old = tree_digest(out)
     _change(content)
     build_site(content, tmp_path / "reference")
-    new = _tree_digest(tmp_path / "reference")
+    new = tree_digest(tmp_path / "reference")
     shutil.rmtree(tmp_path / "reference")
     assert old != new
     return content, out, old, new
@@ -68,11 +67,11 @@ def test_sigkill_at_any_moment_leaves_the_old_or_the_new_site_and_the_next_build
         time.sleep(chance.uniform(0.4, 1.4))
         build.send_signal(signal.SIGKILL)
         build.wait()
-        state = _tree_digest(out)
+        state = tree_digest(out)
         assert state in (old, new), f"attempt {attempt}: a site mixing old and new pages"
         found.append("new" if state == new else "old")
         build_site(content, out)
-        assert _tree_digest(out) == new and _leftovers(tmp_path) == []
+        assert tree_digest(out) == new and _leftovers(tmp_path) == []
     print("killed builds left:", found)
 
 
@@ -96,7 +95,7 @@ def test_an_error_while_publishing_keeps_the_old_site_and_the_next_build_works(
         build_site(content, out)
     assert "cannot write the site: Operation not permitted" in failed.value.line()
     assert "the previous site is kept" in failed.value.line() and "\n" not in failed.value.line()
-    assert _tree_digest(out) == old and _leftovers(tmp_path) == []
+    assert tree_digest(out) == old and _leftovers(tmp_path) == []
     monkeypatch.undo()
     build_site(content, out)
     assert (out / "runs" / "extra" / "index.html").is_file() and _leftovers(tmp_path) == []
@@ -120,7 +119,7 @@ def test_ctrl_c_while_publishing_keeps_the_old_site(sites: tuple[Path, Path, dic
     monkeypatch.setattr(sitegen.staging.Stage, "reuse", interrupted)
     with pytest.raises(KeyboardInterrupt):
         build_site(content, out)
-    assert _tree_digest(out) == old and _leftovers(tmp_path) == []
+    assert tree_digest(out) == old and _leftovers(tmp_path) == []
     monkeypatch.undo()
     build_site(content, out)
     assert (out / "runs" / "extra" / "index.html").is_file()
@@ -144,11 +143,11 @@ def test_a_rebuild_restores_a_file_deleted_from_the_site(tmp_path: Path) -> None
     content = _content(tmp_path)
     out = tmp_path / "site"
     build_site(content, out)
-    before = _tree_digest(out)
+    before = tree_digest(out)
     for name in ("runs/mimo-v2-6-flash-rl-h200-nvl-x2/index.txt", "index.html", "static/plotly-basic.min.js"):
         (out / name).unlink()
     build_site(content, out)
-    assert _tree_digest(out) == before
+    assert tree_digest(out) == before
 
 
 def _tmpfs(folder: Path, size: str) -> bool:
@@ -173,7 +172,7 @@ def test_a_full_disk_during_a_build_is_one_line_and_keeps_the_old_site(tmp_path:
     try:
         out = root / "site"
         build_site(content, out)
-        old = _tree_digest(out)
+        old = tree_digest(out)
         _change(content)
         if disk == "patched":
             def full(self: sitegen.staging.Stage, relative: str, source: Path) -> None:
@@ -182,7 +181,7 @@ def test_a_full_disk_during_a_build_is_one_line_and_keeps_the_old_site(tmp_path:
         with pytest.raises(InputError) as failed:
             build_site(content, out)
         assert "cannot write the site: No space left on device" in failed.value.line()
-        assert _tree_digest(out) == old and sorted(p.name for p in root.iterdir()) == ["site"]
+        assert tree_digest(out) == old and sorted(p.name for p in root.iterdir()) == ["site"]
     finally:
         if disk == "tmpfs":
             subprocess.run(["umount", str(root)], check=True)

@@ -18,8 +18,8 @@ from runner.bundle.schema import decode_bundle
 from runner.cli import main
 from runner.journal import journal_path
 from runner.simulator import SimConfig, running_simulator
-from tests.conftest import ROOT
-from tests.scripted_server import JSON, scripted
+from tests.builders import ROOT
+from tests.engines.scripted_server import JSON, scripted
 
 QUICK = ["--contexts", "1K", "--prefill-contexts", "1K", "--concurrency", "1", "--duration", "0.2", "--max-output", "8"]
 TWO_MODELS = SimConfig(max_model_len=4096, other_models=["other-model"])

@@ -16,7 +16,7 @@ from runner.cli import main as runner_main
 from runner.journal import journal_path
 from sitegen.build import build_site
 from sitegen.cli import main as sitegen_main
-from tests.conftest import FIGURES, ROOT, SEEDS
+from tests.builders import FIGURES, ROOT, SEEDS
 
 _chance = random.Random(1313)
 _PREFIXES = ["", "api", "hf", "s3", "aws", "db", "admin", "openai", "my.service"]

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from sitegen.build import build_site
 from sitegen.cli import main
-from tests.conftest import ROOT, SEEDS
+from tests.builders import ROOT, SEEDS
 
 SECRETS = {
     "--api-key sk-live-0123456789": "sk-live-0123456789",

@@ -20,7 +20,7 @@ from sitegen.compare import compare_slug
 from sitegen.exports import csv_cell
 from sitegen.serve import Server
 from sitegen.slug import slugify
-from tests.conftest import ROOT, SEEDS
+from tests.builders import ROOT, SEEDS
 
 BASE = ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
 

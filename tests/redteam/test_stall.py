@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from runner.client import MAX_LINE_BYTES, Client, RequestFailed, Trace
-from tests.scripted_server import JSON, MODELS, chunk, every, scripted
-from tests.test_runner_faults import FAST, _bundle, _run
+from tests.builders import FAULT_SIM, measure_with_faults, read_bundle
+from tests.engines.scripted_server import JSON, MODELS, chunk, every, scripted
 
 STALL_S = 0.5
 STREAMS = {
@@ -69,7 +69,7 @@ def test_keepalives_from_the_first_request_stop_the_run_with_the_reason(tmp_path
     """Through `runner measure`: a server that answers every stream with comments only stops the run in one line."""
     faults = {"stall_after_tokens": 1, "stall_s": 30.0, "stall_keepalive_s": 0.05}
     started = time.monotonic()
-    stopped = asyncio.run(_run(FAST, tmp_path / "run.json", faults, after_cells=0, stall_timeout=0.5))
+    stopped = asyncio.run(measure_with_faults(FAULT_SIM, tmp_path / "run.json", faults, after_cells=0, stall_timeout=0.5))
     assert stopped is not None and "no tokens from the server for 0.5 s, only keepalives" in stopped
     assert time.monotonic() - started < 30
 
@@ -78,7 +78,7 @@ def test_a_decode_cell_whose_streams_send_only_keepalives_fails_with_the_reason(
     """Through `runner measure`: mid-window, the simulator stalls but keeps the connections busy with comments."""
     out = tmp_path / "run.json"
     faults = {"stall_after_tokens": 5, "stall_s": 4.0, "stall_keepalive_s": 0.05}
-    assert asyncio.run(_run(FAST, out, faults, after_cells=1, stall_timeout=0.5, duration=3.0)) is None
-    failed = [c for c in _bundle(out).decode if c.status == "Failed"]
+    assert asyncio.run(measure_with_faults(FAULT_SIM, out, faults, after_cells=1, stall_timeout=0.5, duration=3.0)) is None
+    failed = [c for c in read_bundle(out).decode if c.status == "Failed"]
     assert failed, "streams of keepalives were measured as if they were making progress"
     assert all("for 0.5 s" in c.error for c in failed), [c.error for c in failed]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIGURES, ROOT
+from tests.builders import FIGURES, ROOT
 
 FIGURE = re.compile(r"[\d,]+(?:\.\d)?K?\*?")  # the pages' tok/s, "*" marking Requests queued
 

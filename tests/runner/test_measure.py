@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import os
 import signal
@@ -15,24 +14,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from runner.bundle.schema import Bundle, decode_bundle
+from runner.bundle.schema import decode_bundle
 from runner.journal import journal_path
-from runner.measure import measure
-from runner.options import Options
-from runner.progress import Progress
 from runner.simulator import SimConfig, running_simulator
+from tests.builders import measure_simulator
 
 # step = 20 + 2·batch ms, two tokens per chunk: per request 2000 / step tok/s.
 TIMED = SimConfig(max_model_len=8192, kv_capacity_tokens=32768, max_num_seqs=2, prefill_tok_s=10_000,
                   base_step_ms=20, per_seq_ms=2, per_ktoken_ms=0, tokens_per_chunk=2)
-
-
-def measure_simulator(config: SimConfig, out: Path, **options: object) -> Bundle:
-    """Measure a fresh simulator with `options` and return the bundle written to `out`."""
-    with running_simulator(config) as server:
-        opts = Options(base_url=server.base_url, out=out, **options)
-        asyncio.run(measure(opts, progress=Progress(0, io.StringIO())))
-    return decode_bundle(out.read_bytes())
 
 
 def test_figures_and_statuses_match_the_simulator(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 Each case serves, over real HTTP, the endpoints one engine exposes, with bodies shaped as the
 engine's own source writes them (trimmed to the fields that matter), and checks what
 `probe_server` concludes: engine, version, max length, KV capacity and its source, queue gauge.
-vLLM and llama.cpp are also measured live (the simulator speaks vLLM; tests/test_runner_llama.py).
+vLLM and llama.cpp are also measured live (the simulator speaks vLLM; tests/engines/test_llama_cpp.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 
 from runner.client import Client
 from runner.probe import ServerFacts, probe_server
-from tests.conftest import serve_folder
+from tests.builders import serve_folder
 
 
 def _models(model: str, owned_by: str, **extra: Any) -> dict:

@@ -13,7 +13,7 @@ import pytest
 
 from runner.live_view import LiveView
 from runner.progress import Progress, reporter_for, resume_command
-from tests.conftest import ROOT
+from tests.builders import ROOT
 
 MAIN = str(ROOT / "runner" / "__main__.py")
 

@@ -26,9 +26,7 @@ from runner.measure import left_to_measure
 from runner.plan import PlanSpec, estimate_seconds, measuring_order
 from runner.repeats import combine
 from runner.simulator import SimConfig
-from tests.conftest import ROOT
-from tests.test_runner_simulator import measure_simulator
-from tests.test_runner_units import _trace
+from tests.builders import ROOT, make_trace, measure_simulator
 
 
 def test_percentiles_interpolate_between_ranks_and_p50_is_the_median() -> None:
@@ -45,7 +43,7 @@ def test_percentiles_interpolate_between_ranks_and_p50_is_the_median() -> None:
 
 def test_decode_figures_carry_the_tails_of_the_requests_they_saw() -> None:
     # Ten requests, each starting at 0 with its first token at 0.1·k s and a token every 10·k ms.
-    traces = [_trace(0.0, [0.1 * k + 0.01 * k * i for i in range(20)]) for k in range(1, 11)]
+    traces = [make_trace(0.0, [0.1 * k + 0.01 * k * i for i in range(20)]) for k in range(1, 11)]
     figures = decode_figures(traces, 0.0, 10.0)
     ttfts = [100.0 * k for k in range(1, 11)]
     gaps = [10.0 * k for k in range(1, 11)]

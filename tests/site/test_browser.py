@@ -7,30 +7,13 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 
 from sitegen.build import build_site
-from tests.conftest import ROOT, serve_folder
+from tests.builders import ROOT, block_offsite, serve_folder
 
 pytestmark = pytest.mark.browser
-
-
-def _guard(page, base: str) -> list[str]:
-    """Abort and record every request to a host other than the site's."""
-    outside: list[str] = []
-    site_host = urlparse(base).netloc
-
-    def route(r) -> None:
-        if urlparse(r.request.url).netloc != site_host:
-            outside.append(r.request.url)
-            r.abort()
-        else:
-            r.continue_()
-
-    page.route("**/*", route)
-    return outside
 
 
 def _column(page, index: int) -> list[str]:
@@ -42,7 +25,7 @@ def _column(page, index: int) -> list[str]:
 
 
 def test_index_sorts_by_any_column_and_filters(page, site_server: str) -> None:
-    outside = _guard(page, site_server)
+    outside = block_offsite(page, site_server)
     page.goto(site_server + "index.html")
     dates = _column(page, 5)
     dated = [d for d in dates if d]
@@ -70,7 +53,7 @@ def test_index_sorts_by_any_column_and_filters(page, site_server: str) -> None:
 
 
 def test_charts_render_on_run_and_index_pages(page, site_server: str) -> None:
-    outside = _guard(page, site_server)
+    outside = block_offsite(page, site_server)
     page.goto(site_server + "index.html")
     page.wait_for_selector(".chart[data-figure=fig-frontier] svg.main-svg")
     page.click("#runs-table tbody a >> nth=0")
@@ -81,7 +64,7 @@ def test_charts_render_on_run_and_index_pages(page, site_server: str) -> None:
 
 
 def test_compare_picker_keeps_its_choice_in_the_url(page, site_server: str) -> None:
-    outside = _guard(page, site_server)
+    outside = block_offsite(page, site_server)
     page.goto(site_server + "index.html")
     button = page.locator("#compare-selected")
     boxes = page.locator("#runs-table input[name=compare]")
@@ -105,7 +88,7 @@ def test_compare_picker_keeps_its_choice_in_the_url(page, site_server: str) -> N
 
 
 def test_build_time_comparison_and_content_pages(page, site_server: str) -> None:
-    outside = _guard(page, site_server)
+    outside = block_offsite(page, site_server)
     page.goto(site_server + "index.html")
     page.click("nav >> text=Methodology")
     assert page.locator("article.prose h2").count() > 3
@@ -128,7 +111,7 @@ def test_pages_work_without_javascript(browser, site_server: str) -> None:
 
 
 def test_picker_page_lets_a_reader_add_runs_and_ignores_duplicates(page, site_server: str) -> None:
-    outside = _guard(page, site_server)
+    outside = block_offsite(page, site_server)
     page.goto(site_server + "index.html")
     first = page.locator("#runs-table input[name=compare]").nth(0).get_attribute("value")
     page.goto(site_server + f"compare/index.html#runs={first},{first}")
@@ -162,7 +145,7 @@ def test_picker_says_when_two_runs_share_no_cell_and_when_too_many_are_chosen(pa
     served = serve_folder(tmp_path / "site")
     base = next(served)
     try:
-        outside = _guard(page, base)
+        outside = block_offsite(page, base)
         page.goto(base + "compare/index.html#runs=mimo-v2-6-flash-rl-h200-nvl-x2,mimo-elsewhere")
         page.wait_for_selector(".compared-run")
         assert "No cell has a value in both runs" in page.inner_text("#picker")
@@ -223,7 +206,7 @@ def _chunk_requests(page) -> list[str]:
 
 
 def test_a_large_index_shows_its_first_screen_and_sorts_every_run_after_loading_the_chunks(page, large_site: Path, large_server: str) -> None:
-    outside = _guard(page, large_server)
+    outside = block_offsite(page, large_server)
     asked = _chunk_requests(page)
     page.goto(large_server + "index.html")
     assert page.locator("#runs-table tbody tr").count() == 5 and asked == [], "the first screen needs no data"
@@ -251,7 +234,7 @@ def test_pointing_at_the_headers_loads_the_chunks_and_draws_nothing_until_asked(
 
 
 def test_search_finds_runs_by_model_gpu_and_engine_across_every_chunk(page, large_site: Path, large_server: str) -> None:
-    outside = _guard(page, large_server)
+    outside = block_offsite(page, large_server)
     page.goto(large_server + "index.html")
     runs = _runs(large_site)
     page.fill("#runs-search", "b200")
@@ -281,7 +264,7 @@ def test_a_gpu_page_sorts_only_its_own_runs(page, large_site: Path, large_server
 
 
 def test_the_picker_finds_any_run_by_search_and_compares_it(page, large_site: Path, large_server: str) -> None:
-    outside = _guard(page, large_server)
+    outside = block_offsite(page, large_server)
     page.goto(large_server + "compare/index.html")
     page.wait_for_selector("#picker-form[aria-busy=false]")
     page.fill("#picker-search", "gamma mi300x")

@@ -20,8 +20,7 @@ from sitegen.capacity import (
 )
 from sitegen.importers import import_file
 from sitegen.importers.options import ImportOptions
-from tests.conftest import SEEDS
-from tests.test_site_browser import _guard
+from tests.builders import SEEDS, block_offsite
 
 pytestmark = pytest.mark.browser
 
@@ -59,7 +58,7 @@ def test_capacity_view_reads_without_javascript(browser, site_server: str, seed_
 
 
 def test_javascript_answers_the_readers_targets_as_python_does(page, site_server: str, seed_bundles: list, tmp_path: Path) -> None:
-    outside = _guard(page, site_server)
+    outside = block_offsite(page, site_server)
     checked = 0
     for bundle in seed_bundles:
         page.goto(site_server + f"runs/{bundle.id}/index.html")
@@ -98,7 +97,7 @@ def test_javascript_answers_the_readers_targets_as_python_does(page, site_server
 
 
 def test_index_ranks_runs_by_capacity_at_a_chosen_context_and_target(page, site_server: str, seed_bundles: list, tmp_path: Path) -> None:
-    outside = _guard(page, site_server)
+    outside = block_offsite(page, site_server)
     page.goto(site_server + "capacity/index.html")
     ids = lambda: page.eval_on_selector_all("#ranking-table tbody tr", "rows => rows.map(r => r.getAttribute('data-id'))")  # noqa: E731
     built = ids()

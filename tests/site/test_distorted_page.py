@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from sitegen.build import build_site
-from tests.conftest import ROOT
+from tests.builders import ROOT
 
 RUN = "mimo-v2-6-flash-rl-h200-nvl-x2"
 

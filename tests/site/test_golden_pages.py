@@ -3,7 +3,7 @@
 Any change to a template, a formatter or the view shows up here as a diff to review. After an
 intended change, write the new copies and review them with git diff:
 
-    UPDATE_GOLDEN=1 python3 -m pytest tests/test_golden_pages.py
+    UPDATE_GOLDEN=1 python3 -m pytest tests/site/test_golden_pages.py
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
+from tests.builders import ROOT
+
+GOLDEN = ROOT / "tests" / "golden"
 COMPARE = "compare/mimo-v2-6-flash-rl-h200-nvl-x2-vs-ling-3-0-flash-fp4-h200-nvl-x2-2026-09-03.html"
 PAGES = [
     "index.html",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -10,9 +9,7 @@ import pytest
 from sitegen.import_files import import_files
 from sitegen.importers import import_file
 from sitegen.importers.options import ImportOptions
-from tests.conftest import SEEDS, normalize_page_text
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.builders import ROOT, SEEDS, MatrixText, normalize_page_text
 
 
 def _run_page(built_site: Path, seed: Path) -> Path:
@@ -20,30 +17,9 @@ def _run_page(built_site: Path, seed: Path) -> Path:
     return built_site / "runs" / bundle.id / "index.html"
 
 
-class _MatrixText(HTMLParser):
-    """Collects the text inside the element with id="matrix"."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.depth = 0
-        self.parts: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if self.depth or ("id", "matrix") in attrs:
-            self.depth += tag not in ("br", "img", "input", "meta", "link")
-
-    def handle_endtag(self, tag: str) -> None:
-        if self.depth:
-            self.depth -= 1
-
-    def handle_data(self, data: str) -> None:
-        if self.depth:
-            self.parts.append(data)
-
-
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda p: p.name)
 def test_matrix_text_matches_seed_without_a_browser(built_site: Path, seed: Path) -> None:
-    parser = _MatrixText()
+    parser = MatrixText()
     parser.feed(_run_page(built_site, seed).read_text())
     assert normalize_page_text(" ".join(parser.parts)) == normalize_page_text(seed.read_text())
 

@@ -13,8 +13,7 @@ import msgspec
 from runner.bundle.schema import Bundle, DecodeCell, decode_bundle, encode_bundle
 from runner.repeats import combine
 from sitegen.build import build_site
-from tests.conftest import ROOT
-from tests.test_seed_roundtrip import _MatrixText
+from tests.builders import ROOT, MatrixText
 
 BASE = "ling-3-0-flash-fp4-h200-nvl-x2-2026-09-03"
 
@@ -52,7 +51,7 @@ def test_tails_repeats_and_noise_are_shown(tmp_path: Path) -> None:
     build_site(content, tmp_path / "site")
 
     page = (tmp_path / "site" / "runs" / "ling-first" / "index.html").read_text()
-    matrix = _MatrixText()
+    matrix = MatrixText()
     matrix.feed(page)
     assert "p99" not in "".join(matrix.parts) and "Spread" not in "".join(matrix.parts)
     tail = _text(page[page.index('id="tail"'):page.index("</section>", page.index('id="tail"'))])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from runner.bundle.schema import decode_bundle
 from sitegen.build import build_site
-from tests.conftest import ROOT
+from tests.builders import ROOT
 
 
 def _tree(folder: Path) -> dict[str, bytes]:

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from sitegen.cli import main
 from sitegen.import_files import import_files
 from sitegen.importers.options import ImportOptions
-from tests.conftest import SEEDS
+from tests.builders import SEEDS
 
 # (TTFT ms, per-user tok/s, GPU-hour USD or None): loose, tight, on exact page values, and impossible.
 TARGETS = [

@@ -11,7 +11,7 @@ import pytest
 from sitegen import build, catalog
 from sitegen.build import build_site
 from sitegen.errors import InputErrors
-from tests.conftest import ROOT
+from tests.builders import ROOT
 
 
 def _content(tmp_path: Path) -> Path:

@@ -23,7 +23,7 @@ from sitegen.charts import (
 )
 from sitegen.render import DEFAULT_TEMPLATES
 from sitegen.runview import title
-from tests.test_summary import HOSTILE, make_bundle
+from tests.builders import HOSTILE, make_bundle
 
 
 def test_run_figures_are_valid_plotly_without_template() -> None:

@@ -19,7 +19,7 @@ from sitegen.compare import (
     ratio_matrix,
     related_pairs,
 )
-from tests.test_summary import make_bundle
+from tests.builders import make_bundle
 
 
 def day(n: int) -> dt.datetime:

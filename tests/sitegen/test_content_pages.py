@@ -9,8 +9,7 @@ import pytest
 
 from sitegen.content_pages import load_pages
 from sitegen.errors import InputError, InputErrors
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.builders import ROOT
 
 
 def write(folder: Path, name: str, text: str) -> Path:

@@ -7,7 +7,6 @@ import datetime as dt
 import io
 import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 from runner.bundle.schema import decode_bundle
 from sitegen.exports import (
@@ -18,11 +17,11 @@ from sitegen.exports import (
     runs_json,
 )
 from sitegen.summary import summarize
-from tests.test_summary import HOSTILE, make_bundle
+from tests.builders import HOSTILE, ROOT, make_bundle
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 UPDATED = dt.datetime(2026, 10, 1, 12, 0, tzinfo=dt.timezone.utc)
-CONTENT_RUNS = Path(__file__).resolve().parent.parent / "content" / "runs"
+CONTENT_RUNS = ROOT / "content" / "runs"
 NUMBER_COLUMNS = MEASUREMENT_COLUMNS[4:12]
 
 

@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from sitegen.cli import main
 from sitegen.serve import Server, snapshot
+from tests.builders import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 RUN_ID = "ling-3-0-flash-fp4-h200-nvl-x2-2026-09-03"
 RUN_PAGE = f"runs/{RUN_ID}/index.html"
 WAIT_SECONDS = 15.0

@@ -17,9 +17,9 @@ from sitegen.cli import main
 from sitegen.errors import InputError
 from sitegen.importers import import_file
 from sitegen.importers.options import ImportOptions
-from tests.conftest import ROOT, SEEDS
+from tests.builders import FIXTURES, ROOT, SEEDS
 
-FIXTURE = Path(__file__).parent / "fixtures" / "llm-inference-bench-0.4.18.json"
+FIXTURE = FIXTURES / "llm-inference-bench-0.4.18.json"
 SOURCE = json.loads(FIXTURE.read_text())
 VALUE_FIELDS = ("total_tok_s", "per_request_tok_s", "ttft_ms", "tbt_ms", "avg_active", "completed", "output_tokens", "measured_s")
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from runner.bundle import formats as f
 from sitegen.build import build_site
 from sitegen.cli import main
-from tests.conftest import FIXTURES
+from tests.builders import FIXTURES
 
 SOURCE_PATH = FIXTURES / "llm-inference-bench-0.4.18.json"
 

@@ -22,7 +22,7 @@ from sitegen.build import build_site
 from sitegen.cli import main
 from sitegen.import_files import import_files
 from sitegen.importers.options import ImportOptions
-from tests.conftest import FIGURES, FIXTURES, ROOT
+from tests.builders import FIGURES, FIXTURES, ROOT
 
 PEERS = FIXTURES / "peers"
 # Allowed relative errors of an imported figure against the file's.
