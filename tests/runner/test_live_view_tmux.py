@@ -19,7 +19,7 @@ import pytest
 
 from tests.builders import FIGURES, ROOT
 
-FIGURE = re.compile(r"[\d,]+(?:\.\d)?K?\*?")  # the pages' tok/s, "*" marking Requests queued
+FIGURE = re.compile(r"[\d,]+(?:\.\d)?K?[*!]?")  # the pages' tok/s, "*" marking Requests queued, "!" Distorted
 
 
 class Tmux:
