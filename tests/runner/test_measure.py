@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -128,10 +127,6 @@ def test_sigkill_mid_matrix_then_resume_loses_and_repeats_nothing(tmp_path: Path
     # Measured, not failed; on a busy machine the cross-check may find a window distorted.
     assert all(c.status in ("Valid", "Distorted") for c in bundle.decode)
     assert [p.status for p in bundle.prefill] == ["Valid"]
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(pytest.main([__file__, "-q", *os.environ.get("PYTEST_ARGS", "").split()]))
 
 
 def test_long_prompts_never_repeat_a_passage(monkeypatch: pytest.MonkeyPatch) -> None:
