@@ -1,28 +1,21 @@
-"""Shared fixtures: the seed pages, a built site, a real HTTP server and Debian's chromium."""
+"""Fixtures for every folder: a site built from the seeds and Debian's chromium; the run's figures printed at the end.
+
+Shared helpers that are not fixtures live in tests/builders.py."""
 
 from __future__ import annotations
 
-import functools
-import http.server
-import re
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-SEEDS = sorted((FIXTURES / "seeds").glob("*.txt"))
+from tests.builders import FIGURES, ROOT, SEEDS
+
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync",
 ]
-
-
-# Figures the hostile-input tests report (inputs tried, strings rendered), printed after the run.
-FIGURES: list[str] = []
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -31,17 +24,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("figures")
         for line in FIGURES:
             terminalreporter.write_line(line)
-
-
-def normalize_page_text(text: str) -> str:
-    """Page text for comparison: no whitespace, no markdown list or table punctuation, no label colons."""
-    kept = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if re.match(r"^\|?\s*:?-{3,}", stripped):
-            continue
-        kept.append(re.sub(r"^[-*]\s+", "", stripped))
-    return re.sub(r"[\s|:]+", "", "".join(kept))
 
 
 @pytest.fixture(scope="session")
@@ -58,28 +40,6 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("built") / "site"
     build_site(content, out)
     return out
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-@pytest.fixture(scope="session")
-def site_server(built_site: Path) -> Iterator[str]:
-    """A real HTTP server on 127.0.0.1 serving the built site; yields its base URL."""
-    yield from serve_folder(built_site)
-
-
-def serve_folder(folder: Path) -> Iterator[str]:
-    """Serve a folder over real HTTP on 127.0.0.1 until the generator is closed."""
-    handler = functools.partial(_QuietHandler, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
 
 
 @pytest.fixture(scope="module")

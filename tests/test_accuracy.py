@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from benchmarks.accuracy_lib import expected_status, run_matrix, table
-from tests.conftest import FIGURES
+from tests.builders import FIGURES
 
 
 def test_figures_match_the_servers_token_log(tmp_path: Path) -> None:

@@ -1,0 +1,59 @@
+"""A secret in a launch command never reaches a page or download, whatever the bundle says."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sitegen.build import build_site
+from sitegen.cli import main
+from tests.builders import ROOT, SEEDS
+
+SECRETS = {
+    "--api-key sk-live-0123456789": "sk-live-0123456789",
+    "--api-key=sk-eq-abcdef": "sk-eq-abcdef",
+    "HF_TOKEN=hf_secretvalue123 vllm serve m": "hf_secretvalue123",
+    "-H 'Authorization: Bearer bearer-secret-42'": "bearer-secret-42",
+    "--endpoint https://user:pa55word@host/v1": "pa55word",
+}
+
+
+@pytest.mark.parametrize(("command", "secret"), SECRETS.items())
+def test_build_redacts_a_committed_secret_everywhere(tmp_path: Path, command: str, secret: str) -> None:
+    content = tmp_path / "content"
+    shutil.copytree(ROOT / "content", content)
+    path = content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
+    bundle = json.loads(path.read_text())
+    bundle["launch_command"] = f"vllm serve model {command} --port 8000"
+    path.write_text(json.dumps(bundle))
+    out = tmp_path / "site"
+    build_site(content, out)
+    leaked = [p for p in out.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    assert leaked == []
+    assert "&lt;redacted&gt;" in (out / "runs" / bundle["id"] / "index.html").read_text()
+
+
+@pytest.mark.parametrize(("command", "secret"), SECRETS.items())
+def test_import_redacts_the_launch_command_option(tmp_path: Path, command: str, secret: str) -> None:
+    result = CliRunner().invoke(main, ["import", str(SEEDS[0]), "--out", str(tmp_path), "--launch-command", command])
+    assert result.exit_code == 0, result.output
+    written = next(tmp_path.glob("*.json")).read_text()
+    assert secret not in written and "<redacted>" in written
+
+
+def test_secrets_in_error_reasons_and_notes_are_redacted(tmp_path: Path) -> None:
+    content = tmp_path / "content"
+    shutil.copytree(ROOT / "content", content)
+    path = content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
+    bundle = json.loads(path.read_text())
+    bundle["notes"] = "measured through https://user:hunter2@api.example.com/v1"
+    bundle["decode"][2].update(status="Failed", error="HTTP 401 from https://x/v1?api_key=sk-abcdefghijklmnopqrstuv")
+    path.write_text(json.dumps(bundle))
+    build_site(content, tmp_path / "site")
+    leaked = [p for p in (tmp_path / "site").rglob("*") if p.is_file() and (b"hunter2" in p.read_bytes() or b"sk-abcdefghij" in p.read_bytes())]
+    assert leaked == []
+    assert "api_key=&lt;redacted&gt;" in (tmp_path / "site" / "runs" / bundle["id"] / "index.html").read_text()

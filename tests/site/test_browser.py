@@ -1,0 +1,294 @@
+"""The published site in a real chromium over real HTTP: sorting, filters, charts, the compare
+picker, and no request ever leaving the site."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sitegen.build import build_site
+from tests.builders import ROOT, block_offsite, serve_folder
+
+pytestmark = pytest.mark.browser
+
+
+def _column(page, index: int) -> list[str]:
+    """One column's sort values, once the listing has drawn what was asked (it may load its data first)."""
+    page.wait_for_selector("#runs-table:not([aria-busy=true])", state="attached")
+    return page.eval_on_selector_all(
+        "#runs-table tbody tr:not([hidden])", f"rows => rows.map(r => r.cells[{index}].getAttribute('data-value'))"
+    )
+
+
+def test_index_sorts_by_any_column_and_filters(page, site_server: str) -> None:
+    outside = block_offsite(page, site_server)
+    page.goto(site_server + "index.html")
+    dates = _column(page, 5)
+    dated = [d for d in dates if d]
+    assert dated == sorted(dated, reverse=True) and dates == dated + [""], "newest first, undated last"
+    page.click("#runs-table thead th[data-key=peak] button")
+    peaks = [float(v) for v in _column(page, 8)]
+    assert peaks == sorted(peaks, reverse=True) and len(peaks) == 3, "numbers start biggest first"
+    page.click("#runs-table thead th[data-key=peak] button")
+    assert [float(v) for v in _column(page, 8)] == sorted(peaks)
+    for _ in range(2):
+        page.click("#runs-table thead th[data-key=date] button")
+        assert _column(page, 5)[-1] == "", "a run without the figure goes last either way"
+    page.click("#runs-table thead th[data-key=model]", position={"x": 3, "y": 3})  # the cell, off the button
+    models = _column(page, 1)
+    assert models == sorted(models, key=str.lower)
+    assert page.get_attribute("#runs-table thead th[data-key=model]", "aria-sort") == "ascending"
+    page.select_option("#filters select[name=gpu]", "H200 NVL")
+    assert len(_column(page, 1)) == 2 and page.text_content("#runs-shown") == "Showing 2 of 3 runs"
+    page.select_option("#filters select[name=model]", "Ling-3.0-flash-fp4")
+    assert _column(page, 1) == ["Ling-3.0-flash-fp4"]
+    page.select_option("#filters select[name=gpu]", "")
+    page.select_option("#filters select[name=model]", "")
+    assert len(_column(page, 1)) == 3 and page.text_content("#runs-shown") == ""
+    assert outside == [] and page.console_errors == []
+
+
+def test_charts_render_on_run_and_index_pages(page, site_server: str) -> None:
+    outside = block_offsite(page, site_server)
+    page.goto(site_server + "index.html")
+    page.wait_for_selector(".chart[data-figure=fig-frontier] svg.main-svg")
+    page.click("#runs-table tbody a >> nth=0")
+    page.wait_for_selector(".chart[data-figure=fig-decode] svg.main-svg")
+    assert page.locator(".chart svg.main-svg").count() >= 3
+    assert page.locator("#matrix .chart").count() == 0
+    assert outside == [] and page.console_errors == []
+
+
+def test_compare_picker_keeps_its_choice_in_the_url(page, site_server: str) -> None:
+    outside = block_offsite(page, site_server)
+    page.goto(site_server + "index.html")
+    button = page.locator("#compare-selected")
+    boxes = page.locator("#runs-table input[name=compare]")
+    boxes.nth(0).check()
+    assert button.is_disabled()
+    boxes.nth(1).check()
+    assert button.is_enabled()
+    chosen = [boxes.nth(0).get_attribute("value"), boxes.nth(1).get_attribute("value")]
+    button.click()
+    page.wait_for_selector(".compared-run")
+    assert page.url.endswith("#runs=" + ",".join(chosen))
+    titles = page.eval_on_selector_all(".compared-run h2 a", "links => links.map(a => a.getAttribute('href'))")
+    assert [t.split("/")[-2] for t in titles] == chosen
+    assert page.locator("table.ratio td").count() > 0
+    shared = page.url
+    page.goto(site_server + "about/index.html")
+    page.goto(shared)
+    page.wait_for_selector(".compared-run")
+    assert page.locator(".compared-run").count() == 2
+    assert outside == [] and page.console_errors == []
+
+
+def test_build_time_comparison_and_content_pages(page, site_server: str) -> None:
+    outside = block_offsite(page, site_server)
+    page.goto(site_server + "index.html")
+    page.click("nav >> text=Methodology")
+    assert page.locator("article.prose h2").count() > 3
+    page.goto(site_server + "index.html")
+    page.click("#runs-table tbody a >> text=MiMo-V2.6-Flash-RL")
+    page.click("a[href*='/compare/'][href*='-vs-']")
+    assert page.locator("table.ratio td").count() > 0
+    assert "What differs" in page.inner_text("main")
+    assert outside == [] and page.console_errors == []
+
+
+def test_pages_work_without_javascript(browser, site_server: str) -> None:
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(site_server + "index.html")
+    assert page.locator("#runs-table tbody tr").count() == 3
+    page.click("#runs-table tbody a >> nth=0")
+    assert "Sustained decode" in page.inner_text("#matrix")
+    context.close()
+
+
+def test_picker_page_lets_a_reader_add_runs_and_ignores_duplicates(page, site_server: str) -> None:
+    outside = block_offsite(page, site_server)
+    page.goto(site_server + "index.html")
+    first = page.locator("#runs-table input[name=compare]").nth(0).get_attribute("value")
+    page.goto(site_server + f"compare/index.html#runs={first},{first}")
+    page.wait_for_selector("#picker-form[aria-busy=false]")
+    assert page.locator(".compared-run").count() == 0
+    assert "Choose at least two different runs" in page.inner_text("#picker")
+    assert page.locator("#picker-compare").is_disabled()
+    boxes = page.locator("#picker-form input[name=run]")
+    assert page.locator(f"#picker-form input[value='{first}']").is_checked()
+    other = next(v for v in (boxes.nth(i).get_attribute("value") for i in range(boxes.count())) if v != first)
+    page.check(f"#picker-form input[value='{other}']")
+    page.click("#picker-compare")
+    page.wait_for_selector(".compared-run")
+    assert page.url.endswith(f"#runs={first},{other}")
+    assert page.locator(".compared-run").count() == 2
+    assert page.locator("table.ratio tbody tr").count() > 0
+    assert outside == [] and page.console_errors == []
+
+
+def test_picker_says_when_two_runs_share_no_cell_and_when_too_many_are_chosen(page, tmp_path) -> None:
+    content = tmp_path / "content"
+    shutil.copytree(ROOT / "content", content)
+    bundle = json.loads((content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    bundle.update(id="mimo-elsewhere")
+    for cell in bundle["decode"]:
+        cell["concurrency"] *= 256  # concurrencies no other run measured
+    (content / "runs" / "mimo-elsewhere.json").write_text(json.dumps(bundle))
+    bundle.update(id="mimo-elsewhere-again")
+    (content / "runs" / "mimo-elsewhere-again.json").write_text(json.dumps(bundle))  # five runs in all
+    build_site(content, tmp_path / "site")
+    served = serve_folder(tmp_path / "site")
+    base = next(served)
+    try:
+        outside = block_offsite(page, base)
+        page.goto(base + "compare/index.html#runs=mimo-v2-6-flash-rl-h200-nvl-x2,mimo-elsewhere")
+        page.wait_for_selector(".compared-run")
+        assert "No cell has a value in both runs" in page.inner_text("#picker")
+        assert page.locator("table.ratio").count() == 0
+        page.wait_for_selector("#picker-form[aria-busy=false]")
+        for box in page.locator("#picker-form input[name=run]").all():
+            box.check()
+        assert page.locator("#picker-compare").is_disabled()
+        assert page.text_content("#picker-hint") == "5 chosen: a comparison takes at most 4 runs"
+        assert outside == [] and page.console_errors == []
+    finally:
+        served.close()
+
+
+# A site of 23 runs whose listings show 5 rows as HTML and keep 4 runs per data chunk, so the
+# chunked loading, the search and the sort over the whole set are exercised with a small build.
+LARGE_RUNS = 23
+GPUS = ("H200 NVL", "B200", "MI300X")
+
+
+@pytest.fixture(scope="module")
+def large_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from sitegen import index_view
+
+    content = tmp_path_factory.mktemp("large") / "content"
+    shutil.copytree(ROOT / "content", content)
+    bases = [json.loads(p.read_text()) for p in sorted((content / "runs").glob("*.json"))]
+    for i in range(LARGE_RUNS - len(bases)):
+        bundle = json.loads(json.dumps(bases[i % len(bases)]))
+        bundle.update(id=f"run-{i:02d}", model=f"{('Alpha', 'Beta', 'Gamma')[i % 3]}-{i // 3}B", measured_at=f"2026-08-{i + 1:02d}T10:00:00Z")
+        bundle["hardware"]["gpu"] = GPUS[i // 2 % len(GPUS)]
+        for cell in bundle["decode"]:
+            if cell.get("total_tok_s") is not None:
+                cell["total_tok_s"] = round(cell["total_tok_s"] * (1 + i / 7), 1)
+        (content / "runs" / f"run-{i:02d}.json").write_text(json.dumps(bundle))
+    out = tmp_path_factory.mktemp("large-built") / "site"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(index_view, "FIRST_SCREEN", 5)
+        patch.setattr(index_view, "CHUNK_RUNS", 4)
+        build_site(content, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def large_server(large_site: Path) -> Iterator[str]:
+    yield from serve_folder(large_site)
+
+
+def _runs(site: Path) -> list[dict]:
+    return json.loads((site / "runs.json").read_text())
+
+
+def _chunk_requests(page) -> list[str]:
+    """Record the data chunks the page asks for."""
+    asked: list[str] = []
+    page.on("request", lambda r: "/data/runs-" in r.url and asked.append(r.url.rsplit("/", 1)[1]))
+    return asked
+
+
+def test_a_large_index_shows_its_first_screen_and_sorts_every_run_after_loading_the_chunks(page, large_site: Path, large_server: str) -> None:
+    outside = block_offsite(page, large_server)
+    asked = _chunk_requests(page)
+    page.goto(large_server + "index.html")
+    assert page.locator("#runs-table tbody tr").count() == 5 and asked == [], "the first screen needs no data"
+    page.click("#runs-table thead th[data-key=peak] button")
+    peaks = [float(v) for v in _column(page, 8)]
+    every = sorted((r["peak_tok_s"] for r in _runs(large_site)), reverse=True)
+    assert peaks == every[:5], "the biggest of all 23 runs, not of the 5 first shown"
+    assert sorted(asked) == [f"runs-{i}.js" for i in range(6)]
+    page.click("#runs-more")
+    assert [float(v) for v in _column(page, 8)] == every[:10]
+    page.click("#runs-table thead th[data-key=peak] button")
+    assert [float(v) for v in _column(page, 8)] == sorted(every)[:5], "a new order starts again at one screen"
+    assert page.text_content("#runs-more") == f"Show 5 more of {LARGE_RUNS}"
+    assert outside == [] and page.console_errors == []
+
+
+def test_pointing_at_the_headers_loads_the_chunks_and_draws_nothing_until_asked(page, large_server: str) -> None:
+    asked = _chunk_requests(page)
+    page.goto(large_server + "index.html")
+    first = _column(page, 1)
+    page.hover("#runs-table thead th[data-key=model]")
+    page.wait_for_function("() => window.speedMatrixData && window.speedMatrixData.load.records !== undefined")
+    assert sorted(asked) == [f"runs-{i}.js" for i in range(6)]
+    assert _column(page, 1) == first and page.get_attribute("#runs-table", "aria-busy") is None
+
+
+def test_search_finds_runs_by_model_gpu_and_engine_across_every_chunk(page, large_site: Path, large_server: str) -> None:
+    outside = block_offsite(page, large_server)
+    page.goto(large_server + "index.html")
+    runs = _runs(large_site)
+    page.fill("#runs-search", "b200")
+    on_b200 = [r["model"] for r in runs if r["gpu"] == "B200"]
+    assert set(_column(page, 2)) == {"B200"} and len(_column(page, 2)) == min(5, len(on_b200))
+    assert page.text_content("#runs-shown") == f"Showing {len(on_b200)} of {LARGE_RUNS} runs"
+    page.fill("#runs-search", "beta MI300X")
+    both = sorted(r["model"] for r in runs if r["gpu"] == "MI300X" and r["model"].startswith("Beta"))
+    assert sorted(_column(page, 1)) == both and 0 < len(both) <= 5
+    page.fill("#runs-search", "VLLM")
+    assert page.text_content("#runs-shown") == "", "every run's engine is vllm"
+    page.fill("#runs-search", "no such run")
+    assert _column(page, 1) == [] and page.text_content("#runs-shown") == f"Showing 0 of {LARGE_RUNS} runs"
+    page.fill("#runs-search", "")
+    page.select_option("#filters select[name=gpu]", "MI300X")
+    assert set(_column(page, 2)) == {"MI300X"}
+    assert outside == [] and page.console_errors == []
+
+
+def test_a_gpu_page_sorts_only_its_own_runs(page, large_site: Path, large_server: str) -> None:
+    page.goto(large_server + "gpus/b200/index.html")
+    page.click("#runs-table thead th[data-key=peak] button")
+    page.click("#runs-more")
+    on_b200 = sorted((r["peak_tok_s"] for r in _runs(large_site) if r["gpu"] == "B200"), reverse=True)
+    assert [float(v) for v in _column(page, 8)] == on_b200
+    assert page.is_hidden("#runs-more") and page.console_errors == []
+
+
+def test_the_picker_finds_any_run_by_search_and_compares_it(page, large_site: Path, large_server: str) -> None:
+    outside = block_offsite(page, large_server)
+    page.goto(large_server + "compare/index.html")
+    page.wait_for_selector("#picker-form[aria-busy=false]")
+    page.fill("#picker-search", "gamma mi300x")
+    titles = page.eval_on_selector_all("#picker-choices .choice-title", "spans => spans.map(s => s.textContent)")
+    wanted = sorted(r["model"] for r in _runs(large_site) if r["gpu"] == "MI300X" and r["model"].startswith("Gamma"))
+    assert sorted(titles) == wanted and len(wanted) >= 2
+    boxes = page.locator("#picker-choices input[name=run]")
+    chosen = [boxes.nth(0).get_attribute("value"), boxes.nth(1).get_attribute("value")]
+    boxes.nth(0).check()
+    boxes.nth(1).check()
+    page.fill("#picker-search", "alpha")
+    assert page.locator("#picker-choices input:checked").count() == 2, "chosen runs stay listed whatever the search"
+    page.click("#picker-compare")
+    page.wait_for_selector(".compared-run")
+    assert page.url.endswith("#runs=" + ",".join(chosen))
+    assert page.locator(".compared-run").count() == 2
+    assert outside == [] and page.console_errors == []
+
+
+def test_chunks_load_from_file_urls(page, large_site: Path) -> None:
+    page.goto((large_site / "index.html").as_uri())
+    page.click("#runs-table thead th[data-key=peak] button")
+    assert [float(v) for v in _column(page, 8)] == sorted((r["peak_tok_s"] for r in _runs(large_site)), reverse=True)[:5]
+    page.goto((large_site / "compare" / "index.html").as_uri())
+    page.wait_for_selector("#picker-form[aria-busy=false]")
+    assert page.locator("#picker-choices input[name=run]").count() == LARGE_RUNS
+    assert page.console_errors == []

@@ -1,0 +1,112 @@
+"""Whole-site builds: every download present, byte-identical rebuilds, incremental reuse."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from runner.bundle.schema import decode_bundle
+from sitegen.build import build_site
+from tests.builders import ROOT
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _content(tmp_path: Path) -> Path:
+    content = tmp_path / "content"
+    shutil.copytree(ROOT / "content", content)
+    return content
+
+
+def test_site_has_every_download(built_site: Path) -> None:
+    runs = json.loads((built_site / "runs.json").read_text())
+    assert len(runs) == 3
+    for run in runs:
+        folder = built_site / "runs" / run["id"]
+        bundle = decode_bundle((folder / "bundle.json").read_bytes())
+        rows = list(csv.DictReader(io.StringIO((folder / "measurements.csv").read_text())))
+        assert len(rows) == len(bundle.prefill) + len(bundle.decode)
+        assert (built_site / run["url"]).resolve() == (folder / "index.html").resolve()
+    with (built_site / "runs.csv").open() as handle:
+        assert [r["id"] for r in csv.DictReader(handle)] == [r["id"] for r in runs]
+    schema = json.loads((built_site / "schema" / "bundle.schema.json").read_text())
+    assert "Bundle" in json.dumps(schema)
+    feed = ET.parse(built_site / "feed.xml").getroot()
+    assert len(feed.findall("{http://www.w3.org/2005/Atom}entry")) == 3
+    assert (built_site / "static" / "plotly-basic.min.js").stat().st_size > 1_000_000
+
+
+def test_same_content_builds_a_byte_identical_site(tmp_path: Path) -> None:
+    content = _content(tmp_path)
+    build_site(content, tmp_path / "one")
+    build_site(content, tmp_path / "two")
+    assert _tree(tmp_path / "one") == _tree(tmp_path / "two")
+
+
+def test_rebuild_after_one_bundle_changes_rerenders_only_that_run(tmp_path: Path) -> None:
+    content = _content(tmp_path)
+    out = tmp_path / "site"
+    first = build_site(content, out)
+    assert "0 unchanged and reused" in first
+    unchanged = sorted((out / "runs").glob("*/index.html"))
+    inodes = {p.parent.name: p.stat().st_ino for p in unchanged}
+    path = content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
+    bundle = json.loads(path.read_text())
+    bundle["decode"][0]["total_tok_s"] = 999.9
+    path.write_text(json.dumps(bundle))
+    report = build_site(content, out)
+    changed = out / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2" / "index.html"
+    assert "999.9" in changed.read_text()
+    assert changed.stat().st_ino != inodes["mimo-v2-6-flash-rl-h200-nvl-x2"]
+    others = {p.parent.name: p.stat().st_ino for p in (out / "runs").glob("*/index.html")}
+    assert {k: v for k, v in others.items() if k != changed.parent.name} == {
+        k: v for k, v in inodes.items() if k != changed.parent.name
+    }
+    assert "(6 pages rendered, 5 unchanged and reused)" in report  # its folder, comparison, model and GPU pages, the feed, the ranking
+    fresh = tmp_path / "fresh"
+    build_site(content, fresh)
+    assert _tree(fresh) == _tree(out)
+
+
+def test_adding_a_run_leaves_the_other_pages_alone(tmp_path: Path) -> None:
+    content = _content(tmp_path)
+    out = tmp_path / "site"
+    build_site(content, out)
+    bundle = json.loads((content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    bundle.update(id="newcomer", model="Newcomer-7B")
+    bundle["hardware"]["gpu"] = "RTX 6000"
+    (content / "runs" / "newcomer.json").write_text(json.dumps(bundle))
+    report = build_site(content, out)
+    assert "(5 pages rendered, 9 unchanged and reused)" in report  # its folder, model and GPU pages, the feed, the ranking
+    assert "Newcomer-7B" in (out / "index.html").read_text()
+
+
+def test_index_chart_names_the_runs_it_cannot_plot(tmp_path: Path) -> None:
+    content = _content(tmp_path)
+    bundle = json.loads((content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    bundle.update(id="no-gpu-count", model="Countless-7B")
+    bundle["hardware"]["gpu_count"] = None
+    (content / "runs" / "no-gpu-count.json").write_text(json.dumps(bundle))
+    build_site(content, tmp_path / "site")
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert "their GPU count is unknown and so is their tok/s per GPU: Countless-7B." in index
+
+
+def test_comparison_of_runs_that_share_no_cell_says_so(tmp_path: Path) -> None:
+    content = _content(tmp_path)
+    bundle = json.loads((content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    bundle.update(id="mimo-on-b200")
+    bundle["hardware"]["gpu"] = "B200"
+    for cell in bundle["decode"]:
+        cell["concurrency"] *= 256  # a concurrency the other run never measured
+    (content / "runs" / "mimo-on-b200.json").write_text(json.dumps(bundle))
+    build_site(content, tmp_path / "site")
+    pages = [p for p in (tmp_path / "site" / "compare").glob("*.html") if "mimo-on-b200" in p.name]
+    assert len(pages) == 1
+    assert "No cell has a value in both runs" in pages[0].read_text()

@@ -1,0 +1,68 @@
+"""The build's run records: read once per changed file, cached between builds, errors collected."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sitegen import build, catalog
+from sitegen.build import build_site
+from sitegen.errors import InputErrors
+from tests.builders import ROOT
+
+
+def _content(tmp_path: Path) -> Path:
+    content = tmp_path / "content"
+    shutil.copytree(ROOT / "content", content)
+    return content
+
+
+def test_a_rebuild_decodes_only_the_bundle_that_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    content, out = _content(tmp_path), tmp_path / "site"
+    build_site(content, out)
+    path = content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
+    bundle = json.loads(path.read_text())
+    bundle["model"] = "MiMo-Renamed"
+    path.write_text(json.dumps(bundle))
+    decoded: list[str] = []
+    real = catalog.entry_of
+    monkeypatch.setattr(catalog, "entry_of", lambda p, stamp, bundle: decoded.append(p.name) or real(p, stamp, bundle))
+    build_site(content, out)
+    assert decoded == [path.name]
+    assert "MiMo-Renamed" in (out / "index.html").read_text()
+
+
+def test_a_cache_from_other_code_or_broken_is_ignored(tmp_path: Path) -> None:
+    content, out = _content(tmp_path), tmp_path / "site"
+    build_site(content, out)
+    assert len(catalog.read_cache(out, "other code").entries) == 0
+    (out / catalog.CACHE_FILE).write_bytes(b"\x00not msgpack")
+    build_site(content, out)
+    fresh = tmp_path / "fresh"
+    build_site(content, fresh)
+    assert (out / "index.html").read_bytes() == (fresh / "index.html").read_bytes()
+
+
+def test_every_bad_file_and_a_reused_id_are_reported_even_from_the_cache(tmp_path: Path) -> None:
+    content, out = _content(tmp_path), tmp_path / "site"
+    build_site(content, out)
+    (content / "runs" / "broken.json").write_text("{")
+    shutil.copy(content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json", content / "runs" / "twin.json")
+    with pytest.raises(InputErrors) as raised:
+        build_site(content, out)
+    lines = [e.line() for e in raised.value.errors]
+    assert any("broken.json" in line for line in lines) and any("twin.json" in line and "already used" in line for line in lines)
+
+
+def test_rendering_in_worker_processes_gives_the_same_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    content = _content(tmp_path)
+    build_site(content, tmp_path / "alone", jobs=1)
+    monkeypatch.setattr(build, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(build, "WORKER_CHUNK", 1)
+    build_site(content, tmp_path / "workers", jobs=2)
+    tree = lambda root: {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}  # noqa: E731
+    alone, workers = tree(tmp_path / "alone"), tree(tmp_path / "workers")
+    assert alone == workers and any(path.startswith("compare/") and "-vs-" in path for path in workers)

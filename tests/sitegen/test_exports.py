@@ -1,0 +1,141 @@
+"""Exports: measurement CSV, run list JSON/CSV and the Atom feed; exact, deterministic, injection-safe."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import xml.etree.ElementTree as ET
+
+from runner.bundle.schema import decode_bundle
+from sitegen.exports import (
+    MEASUREMENT_COLUMNS,
+    atom_feed,
+    measurements_csv,
+    runs_csv,
+    runs_json,
+)
+from sitegen.index_view import newest_first
+from sitegen.summary import summarize
+from tests.builders import HOSTILE, ROOT, make_bundle
+
+ATOM = "{http://www.w3.org/2005/Atom}"
+UPDATED = dt.datetime(2026, 10, 1, 12, 0, tzinfo=dt.timezone.utc)
+CONTENT_RUNS = ROOT / "content" / "runs"
+NUMBER_COLUMNS = MEASUREMENT_COLUMNS[4:12]
+
+
+def read_csv(text: str) -> list[dict[str, str]]:
+    """Parse CSV text into dict rows."""
+    return list(csv.DictReader(io.StringIO(text, newline="")))
+
+
+def number(text: str) -> float | None:
+    """A CSV number field back to a number ('' is None)."""
+    return float(text) if text else None
+
+
+def test_measurements_round_trip_to_the_bundle_numbers() -> None:
+    bundle = make_bundle()
+    rows = read_csv(measurements_csv(bundle))
+    assert list(rows[0]) == list(MEASUREMENT_COLUMNS)
+    prefill, decode = rows[: len(bundle.prefill)], rows[len(bundle.prefill) :]
+    assert len(decode) == len(bundle.decode)
+    for row, point in zip(prefill, sorted(bundle.prefill, key=lambda p: p.context_tokens)):
+        assert (row["phase"], int(row["context_tokens"]), row["concurrency"]) == ("prefill", point.context_tokens, "1")
+        assert (number(row["total_tok_s"]), number(row["ttft_ms"])) == (point.prompt_tok_s, point.ttft_ms)
+    cells = sorted(bundle.decode, key=lambda c: (c.context_tokens, c.concurrency))
+    for row, cell in zip(decode, cells):
+        assert (row["phase"], int(row["context_tokens"]), int(row["concurrency"]), row["status"]) == (
+            "decode", cell.context_tokens, cell.concurrency, cell.status
+        )
+        assert [number(row[k]) for k in NUMBER_COLUMNS] == [getattr(cell, k) for k in NUMBER_COLUMNS]
+        assert row["error"] == (cell.error or "")
+
+
+def test_measurements_of_the_seed_runs_round_trip() -> None:
+    for path in sorted(CONTENT_RUNS.glob("*.json")):
+        bundle = decode_bundle(path.read_bytes())
+        rows = [r for r in read_csv(measurements_csv(bundle)) if r["phase"] == "decode"]
+        totals = {(int(r["context_tokens"]), int(r["concurrency"])): number(r["total_tok_s"]) for r in rows}
+        assert totals == {(c.context_tokens, c.concurrency): c.total_tok_s for c in bundle.decode}, path.name
+
+
+def test_formula_strings_are_neutralised_but_numbers_are_not() -> None:
+    bundle = make_bundle()
+    failed = next(c for c in bundle.decode if c.status == "Failed")
+    failed.error = "=cmd|' /C calc'!A0"
+    bundle.decode.append(failed.__copy__())
+    bundle.decode[-1].context_tokens, bundle.decode[-1].error = 999_999, "-2+3"
+    errors = [r["error"] for r in read_csv(measurements_csv(bundle)) if r["error"]]
+    assert errors == ["'=cmd|' /C calc'!A0", "'-2+3"]
+
+
+def test_runs_json_lists_summaries_with_relative_links() -> None:
+    summaries = [summarize(make_bundle("zeta")), summarize(make_bundle("alpha"))]
+    records = json.loads(runs_json(summaries))
+    assert [r["id"] for r in records] == ["alpha", "zeta"]
+    assert records[0]["url"] == "runs/alpha/index.html"
+    assert records[0]["bundle_url"] == "runs/alpha/bundle.json"
+    assert records[0]["peak_tok_s"] == summaries[1].peak_tok_s
+    assert records[0]["measured_at"] == "2026-09-03T14:23:00Z"
+
+
+def test_runs_csv_has_a_row_per_run_and_defuses_hostile_names() -> None:
+    evil = "=cmd|' /C calc'!A0" + HOSTILE
+    summaries = [summarize(make_bundle("evil", model=evil)), summarize(make_bundle("fine", model=HOSTILE))]
+    rows = read_csv(runs_csv(summaries))
+    assert [r["id"] for r in rows] == ["evil", "fine"]
+    assert (rows[0]["model"], rows[1]["model"]) == ("'" + evil, HOSTILE)
+    assert rows[1]["cells_valid"] == "42" and rows[1]["cells_over_capacity"] == "3"
+    assert float(rows[1]["peak_tok_s"]) == summaries[1].peak_tok_s
+    assert rows[1]["url"] == "runs/fine/index.html"
+
+
+def test_exports_are_byte_identical_across_calls() -> None:
+    bundles = [make_bundle("a"), make_bundle("b", measured_at=None)]
+    summaries = [summarize(b) for b in bundles]
+    assert measurements_csv(bundles[0]) == measurements_csv(make_bundle("a"))
+    assert runs_json(summaries) == runs_json(summaries[::-1])
+    assert runs_csv(summaries) == runs_csv(summaries[::-1])
+    assert atom_feed(bundles, UPDATED) == atom_feed([make_bundle("a"), make_bundle("b", measured_at=None)], UPDATED)
+
+
+def feed_bundles() -> list:
+    """Three dated runs out of order and one undated."""
+    def at(day: int) -> dt.datetime:
+        """A September 2026 date."""
+        return dt.datetime(2026, 9, day, tzinfo=dt.timezone.utc)
+
+    return [
+        make_bundle("middle", measured_at=at(10)), make_bundle("undated", measured_at=None),
+        make_bundle("newest", measured_at=at(20)), make_bundle("oldest", measured_at=at(1)),
+    ]
+
+
+def test_atom_feed_of_the_runs_newest_first_undated_last() -> None:
+    bundles = {b.id: b for b in feed_bundles()}
+    ordered = [bundles[s.id] for s in newest_first([summarize(b) for b in bundles.values()])]
+    root = ET.fromstring(atom_feed(ordered, UPDATED))
+    assert root.tag == f"{ATOM}feed"
+    assert root.findtext(f"{ATOM}updated") == "2026-10-01T12:00:00Z"
+    entries = root.findall(f"{ATOM}entry")
+    ids = [e.findtext(f"{ATOM}id") for e in entries]
+    assert ids == [f"tag:speed-matrix,2026:runs/{name}" for name in ("newest", "middle", "oldest", "undated")]
+    assert [e.findtext(f"{ATOM}updated") for e in entries] == [
+        "2026-09-20T00:00:00Z", "2026-09-10T00:00:00Z", "2026-09-01T00:00:00Z", "2026-10-01T12:00:00Z",
+    ]
+    assert entries[0].find(f"{ATOM}link").get("href") == "runs/newest/index.html"
+    assert entries[0].findtext(f"{ATOM}title") == "Ling-3.0-flash-fp4 on H200 NVL 141GB ×2"
+    assert root.find(f"{ATOM}link[@rel='self']") is None
+
+
+def test_atom_feed_escapes_hostile_text() -> None:
+    bundle = make_bundle("evil", model=HOSTILE + "\x00\x1b")
+    bundle.submitter = '"><x a="'
+    text = atom_feed([bundle], UPDATED)
+    assert "<img" not in text and "</script>" not in text
+    entry = ET.fromstring(text).find(f"{ATOM}entry")
+    assert entry.findtext(f"{ATOM}title").startswith(HOSTILE)
+    assert entry.findtext(f"{ATOM}author/{ATOM}name") == '"><x a="'
