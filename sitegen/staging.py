@@ -32,6 +32,7 @@ class Stage:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
         self.written: list[str] = []
+        self._folders: set[str] = set()  # folders already checked and made: a site writes thousands of files into each
 
     def path(self, relative: str) -> Path:
         """The absolute path of a site-relative file, after checking it stays inside."""
@@ -40,22 +41,29 @@ class Stage:
             raise InputError(relative, None, "refusing to write outside the output folder")
         return target
 
+    def _target(self, relative: str) -> str:
+        """Where a file goes, its folder made: resolved and checked once per folder, then by its name alone."""
+        folder, _, name = relative.rpartition("/")
+        if folder not in self._folders or name in ("", ".", ".."):
+            self.path(relative).parent.mkdir(parents=True, exist_ok=True)
+            self._folders.add(folder)
+        return f"{self.root}/{relative}"
+
     def write(self, relative: str, data: bytes | str) -> None:
-        target = self.path(relative)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data.encode() if isinstance(data, str) else data)
+        target = self._target(relative)
+        # O_NOFOLLOW: a link planted where a file goes is refused, not written through.
+        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with open(descriptor, "wb") as file:
+            file.write(data.encode() if isinstance(data, str) else data)
         self.written.append(relative)
 
     def copy(self, relative: str, source: Path) -> None:
-        target = self.path(relative)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        shutil.copyfile(source, self._target(relative))
         self.written.append(relative)
 
     def reuse(self, relative: str, published: Path) -> None:
         """A file of the previous site, unchanged: hard-linked (files are never rewritten in place), else copied."""
-        target = self.path(relative)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target = self._target(relative)
         try:
             os.link(published, target, follow_symlinks=False)
         except OSError:
