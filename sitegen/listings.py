@@ -19,6 +19,8 @@ from sitegen.index_view import (
     facets,
     first_screen,
     newest_first,
+    sort_scripts,
+    sort_urls,
 )
 from sitegen.staging import Publication, Stage
 from sitegen.summary import RunSummary
@@ -71,8 +73,9 @@ def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
     """The index, the model and GPU pages, the compare picker and their data chunks."""
     ordered = newest_first(site.summaries)
     records = {e.id: e.record for e in site.entries}
-    chunks = chunk_scripts([records[s.id] for s in ordered])
-    for path, script in chunks:
+    listed = [records[s.id] for s in ordered]
+    chunks = chunk_scripts(listed)
+    for path, script in chunks + sort_scripts(listed):
         stage.write(path, script)
     models = groups(ordered, lambda s: (s.model_slug, s.model))
     gpus = groups(ordered, lambda s: (s.gpu_slug, s.gpu) if s.gpu_slug else None)
@@ -84,7 +87,7 @@ def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
     ]
     write_page(stage, site, "index.html", HOME,
                heading="Speed test matrices", lead=lead(ordered), rows=first_screen(ordered), total=len(ordered),
-               chunks=chunk_urls(urls, len(chunks)), scope="", columns=COLUMNS, facets=facets(ordered), links=links,
+               chunks=chunk_urls(urls, len(chunks)), sorts=sort_urls(urls), scope="", columns=COLUMNS, facets=facets(ordered), links=links,
                compare_url=urls.to(PICKER.path), unplotted=[s.model for s in ordered if s.gpu_count is None], **index_figure(site))
     for kind, field, found, folder_of in (("Model", "model_slug", models, model_dir), ("GPU", "gpu_slug", gpus, gpu_dir)):
         for slug, (name, members) in found.items():
@@ -94,6 +97,6 @@ def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
                 continue
             write_page(stage, site, "index.html", page,
                        heading=f"{name}", lead=f"{kind}: every run of {name}. {lead(members)}", rows=first_screen(members),
-                       total=len(members), chunks=chunk_urls(page.urls, len(chunks)), scope=f"{field}:{slug}", columns=COLUMNS,
+                       total=len(members), chunks=chunk_urls(page.urls, len(chunks)), sorts=sort_urls(page.urls), scope=f"{field}:{slug}", columns=COLUMNS,
                        facets=[], links=[], compare_url=None, unplotted=[], figure=None, figure_caption="")
     write_page(stage, site, "picker.html", PICKER, total=len(ordered), chunks=chunk_urls(PICKER.urls, len(chunks)))
