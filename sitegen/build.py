@@ -16,7 +16,7 @@ from pathlib import Path
 from runner.bundle.schema import bundle_json_schema, decode_bundle
 from sitegen import exports
 from sitegen.cache import code_digest, digest
-from sitegen.capacity import ranking_view
+from sitegen.capacity import ranking_chunks, ranking_view
 from sitegen.catalog import (
     CACHE_FILE,
     count_files,
@@ -105,12 +105,18 @@ def runs_folder(content: Path) -> Path:
 
 
 def write_ranking(stage: Stage, site: Site, plan: Publication) -> None:
-    """The ranking page: every run by capacity at one context and target, from each run's slim
-    capacity record (catalog), rendered again only when a run's figures changed."""
+    """The ranking page: its first screen of runs by capacity at one context and target, and the data
+    chunks its script ranks every run with (in its folder, so they are reused with it), from each
+    run's slim capacity record (catalog); rendered again only when a run's figures changed."""
     key = digest(site.code, site.context_key, *(e.fingerprint for e in site.entries))
     if plan.unchanged(RANKING.path, key):
         return
-    write_page(stage, site, "ranking.html", RANKING, ranking=ranking_view([decode_bundle(e.capacity) for e in site.entries]))
+    bundles = [decode_bundle(e.capacity) for e in site.entries]
+    chunks = [(f"{RANKING.path}runs-{i}.js", script) for i, script in enumerate(ranking_chunks(bundles))]
+    for path, script in chunks:
+        stage.write(path, script)
+    write_page(stage, site, "ranking.html", RANKING, ranking=ranking_view(bundles),
+               chunks=" ".join(RANKING.urls.to(path) for path, _ in chunks))
 
 
 def write_content_pages(stage: Stage, site: Site) -> None:

@@ -243,12 +243,17 @@ def ranking_bundle(bundle: Bundle) -> Bundle:
     return msgspec.structs.replace(bundle, prefill=[], decode=cells, launch_command=None, notes=None)
 
 
-def index_data(bundles: list[Bundle]) -> dict:
-    """What the ranking page embeds for capacity.js's ranking: per run its id, title, contexts and Valid cells."""
-    return {
-        "runs": [{"id": b.id, "title": title(b), "gpus": b.hardware.gpu_count, "contexts": contexts_of(b), "cells": cell_records(b)}
-                 for b in sorted(bundles, key=lambda b: b.id)],
-    }
+RANKING_SCREEN = 100  # ranked runs the page renders as HTML; a reader's own targets rank every run from the chunks
+RANKING_CHUNK = 1000  # runs per ranking data chunk: about 1.4 MB of script
+
+
+def ranking_chunks(bundles: list[Bundle]) -> list[str]:
+    """The scripts capacity.js ranks with, loaded when a reader sets a target: per run (by id) its id,
+    title, GPU count, contexts and Valid cells, RANKING_CHUNK runs a script."""
+    runs = [{"id": b.id, "title": title(b), "gpus": b.hardware.gpu_count, "contexts": contexts_of(b), "cells": cell_records(b)}
+            for b in sorted(bundles, key=lambda b: b.id)]
+    return [f"window.speedMatrixRanking({index},{script_json(runs[start:start + RANKING_CHUNK])});\n"
+            for index, start in enumerate(range(0, len(runs), RANKING_CHUNK))]
 
 
 class CapacityView(msgspec.Struct, frozen=True):
@@ -267,14 +272,14 @@ def capacity_view(bundle: Bundle) -> CapacityView:
 
 
 class RankingView(msgspec.Struct, frozen=True):
-    """The ranking page: the contexts to choose from, the default choice and its answer, and the data."""
+    """The ranking page: the contexts to choose from, the default choice and its first screen of answers."""
 
     contexts: list[tuple[int, str]]
     context: int
     label: str
     target: Target
     rows: list[Ranked]
-    data: str
+    total: int
 
 
 def ranking_view(bundles: list[Bundle], target: Target = CHAT.target) -> RankingView | None:
@@ -285,5 +290,5 @@ def ranking_view(bundles: list[Bundle], target: Target = CHAT.target) -> Ranking
     contexts = sorted({c for bundle in bundles for c in contexts_of(bundle)})
     return RankingView(
         contexts=[(c, f.context_label(c)) for c in contexts], context=context, label=f.context_label(context),
-        target=target, rows=ranking(bundles, context, target), data=script_json(index_data(bundles)),
+        target=target, rows=ranking(bundles, context, target)[:RANKING_SCREEN], total=len(bundles),
     )

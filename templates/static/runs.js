@@ -24,6 +24,13 @@
     document.head.appendChild(script);
   }
 
+  /* Load script URLs at once; done() when every one has loaded or failed. */
+  function scripts(urls, done) {
+    var pending = urls.length;
+    if (!pending) { done(); return; }
+    urls.forEach(function (url) { addScript(url, function () { pending -= 1; if (!pending) done(); }); });
+  }
+
   /* One column's order in one direction, loaded once; done(order) runs when it has arrived. */
   function loadOrder(url, name, done) {
     if (orders[name]) { done(orders[name]); return; }
@@ -41,16 +48,12 @@
   function load(urls, done) {
     if (waiting === null) {
       waiting = [done];
-      var pending = urls.length;
-      var finish = function () {
+      scripts(urls, function () {
         var all = [].concat.apply([], chunks.filter(Boolean));
-        waiting.forEach(function (callback) { callback(all); });
+        var callbacks = waiting;
         waiting = "done";
         load.records = all;
-      };
-      if (!pending) { finish(); return; }
-      urls.forEach(function (url) {
-        addScript(url, function () { pending -= 1; if (!pending) finish(); });
+        callbacks.forEach(function (callback) { callback(all); });
       });
     } else if (waiting === "done") {
       done(load.records);
@@ -217,7 +220,7 @@
     }
   }
 
-  window.speedMatrixData = { load: load, matcher: matcher };
+  window.speedMatrixData = { load: load, matcher: matcher, scripts: scripts };
   document.addEventListener("DOMContentLoaded", function () {
     var table = document.getElementById("runs-table");
     if (table) listing(table, document.getElementById("filters"));
