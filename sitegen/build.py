@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import json
-import os
 import time
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from sitegen.context import Site, write_page
 from sitegen.errors import InputError
 from sitegen.index_view import newest_first
 from sitegen.listings import plural, write_listings
+from sitegen.parallel import cpu_count
 from sitegen.progress import Progress
 from sitegen.render import DEFAULT_TEMPLATES, make_environment
 from sitegen.run_pages import Renderer, plan_pages, render_pages
@@ -56,7 +56,8 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
     code = code_digest(templates)
     progress.start("reading bundles", count_files(runs))
     cache = read_cache(out, code)
-    entries = scan(runs, cache.by_name(), progress.advance)
+    jobs = jobs or cpu_count()
+    entries = scan(runs, cache.by_name(), jobs, progress.advance)
     gc.freeze()  # the run records live to the end: keep the collector (and forked workers' pages) off them
     try:
         site = Site(
@@ -70,7 +71,7 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
         with staged(out, [content / "runs", content / "pages", templates]) as (stage, plan):
             tasks = plan_pages(site, plan)
             progress.start("rendering pages", len(tasks))
-            render_pages(stage, Renderer(site, stage), tasks, jobs or cpu_count(), progress)
+            render_pages(stage, Renderer(site, stage), tasks, jobs, progress)
             write_listings(stage, site, plan)
             write_ranking(stage, site, plan)
             write_content_pages(stage, site)
@@ -86,11 +87,6 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
         f"built {plural(len(entries), 'run')} and {plural(len(site.pairs), 'comparison')} into {out}/ in {seconds:.2f} s "
         f"({rendered} pages rendered, {plan.reused} unchanged and reused)"
     )
-
-
-def cpu_count() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def runs_folder(content: Path) -> Path:

@@ -1,5 +1,5 @@
 """Run folders and comparison pages: planned from what changed, rendered one bundle at a time, in
-forked workers (one per core) when there are enough of them.
+forked workers (one per core, sitegen.parallel) when there are enough of them.
 
 Memory stays bounded whatever the number of runs: a renderer keeps only its last few bundles,
 their views and their rendered decode sections, since a run's comparisons follow its page.
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import multiprocessing
 from collections import OrderedDict
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from sitegen.catalog import RunEntry
 from sitegen.compare_view import compare_page, picker_script
 from sitegen.context import Site, write_page
 from sitegen.loader import load_bundle
+from sitegen.parallel import fork_map
 from sitegen.progress import Progress
 from sitegen.render import render_run_page
 from sitegen.staging import Publication, Stage
@@ -30,7 +30,6 @@ from sitegen.tail_view import tail_view
 from sitegen.text_page import render_text
 from sitegen.urls import Page, compare_file, run_dir
 
-PARALLEL_MIN = 64  # pages below which rendering stays in this process (starting workers costs more)
 WORKER_CHUNK = 64  # render tasks a worker takes at a time; consecutive tasks share bundles
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -83,13 +82,16 @@ class Renderer:
         self.loaded: OrderedDict[str, tuple[Bundle, runview.RunView, dict[bool, Markup]]] = OrderedDict()
 
     def render(self, task: Task) -> list[str]:
-        """Render one task into the stage; returns the site paths it wrote."""
+        """Render one task into the stage; returns the site paths it wrote, for the caller to record
+        (a worker's stage is its own copy)."""
         before = len(self.stage.written)
         if task[0] == "run":
             self.run(*task[1:])
         else:
             self.compare(*task[1:])
-        return self.stage.written[before:]
+        written = self.stage.written[before:]
+        del self.stage.written[before:]
+        return written
 
     def load(self, path: str) -> tuple[Bundle, runview.RunView, dict[bool, Markup]]:
         """A bundle, its view and its decode sections by compactness, read once while recent."""
@@ -131,27 +133,8 @@ class Renderer:
                    **compare_page(a, b, why, (view_a, view_b), blocks))
 
 
-_WORKER: Renderer | None = None  # the renderer a forked worker inherits
-
-
-def _render_in_worker(task: Task) -> list[str]:
-    assert _WORKER is not None
-    return _WORKER.render(task)
-
-
 def render_pages(stage: Stage, renderer: Renderer, tasks: list[Task], jobs: int, progress: Progress) -> None:
     """Render every task, across `jobs` forked processes when there are enough of them."""
-    global _WORKER
-    if jobs <= 1 or len(tasks) < PARALLEL_MIN or "fork" not in multiprocessing.get_all_start_methods():
-        for task in tasks:
-            renderer.render(task)
-            progress.advance()
-        return
-    _WORKER = renderer
-    try:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            for written in pool.imap_unordered(_render_in_worker, tasks, chunksize=WORKER_CHUNK):
-                stage.written += written
-                progress.advance()
-    finally:
-        _WORKER = None
+    for written in fork_map(renderer.render, tasks, jobs, WORKER_CHUNK, ordered=False):
+        stage.written += written
+        progress.advance()
