@@ -1,5 +1,6 @@
-"""The listings' orders, computed at build time: what a column's order is, and that a first sort
-of the whole listing draws from that order's small file alone, before any data chunk arrives."""
+"""Listings of a large site: sort orders the build computes, so a first sort draws from one small
+file before any data chunk arrives, and the capacity ranking page's first screen as HTML, with a
+reader's own targets ranking every run from chunks loaded on demand."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from sitegen import index_view
+from sitegen import capacity, index_view
 from sitegen.build import build_site
+from sitegen.capacity import check_target, ranking
 from sitegen.index_view import RunRecord, ordering
+from sitegen.loader import load_bundle
 from tests.conftest import ROOT, serve_folder
 
 RUNS = 14
@@ -34,7 +37,8 @@ def test_an_order_puts_runs_without_the_figure_last_either_way_and_keeps_ties_in
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    content = tmp_path_factory.mktemp("sorted") / "content"
+    """RUNS runs on top of the committed three; listings show 4 rows and keep 5 runs a chunk, the ranking 4 and 5."""
+    content = tmp_path_factory.mktemp("large") / "content"
     shutil.copytree(ROOT / "content", content)
     base = json.loads(sorted((content / "runs").glob("*.json"))[0].read_text())
     for i in range(RUNS):
@@ -44,10 +48,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
             if cell.get("total_tok_s") is not None:
                 cell["total_tok_s"] = round(cell["total_tok_s"] * (1 + (i * 5 % 7) / 7), 1)
         (content / "runs" / f"run-{i:02d}.json").write_text(json.dumps(bundle))
-    out = tmp_path_factory.mktemp("sorted-built") / "site"
+    out = tmp_path_factory.mktemp("large-built") / "site"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(index_view, "FIRST_SCREEN", 4)
-        patch.setattr(index_view, "CHUNK_RUNS", 5)
+        for module, name, value in ((index_view, "FIRST_SCREEN", 4), (index_view, "CHUNK_RUNS", 5),
+                                    (capacity, "RANKING_SCREEN", 4), (capacity, "RANKING_CHUNK", 5)):
+            patch.setattr(module, name, value)
         build_site(content, out)
     return out
 
@@ -94,3 +99,33 @@ def test_a_first_sort_draws_from_its_order_alone_and_later_steps_use_every_run(p
     page.click("#runs-table thead th[data-key=model] button")
     models = [r["model"] for r in sorted(_runs(site), key=lambda r: r["model"].casefold())]
     assert _column(page, 1) == models[:4] and page.console_errors == []
+
+
+def _bundles(site: Path) -> list:
+    """The site's runs, as the build read them (its bundle.json copies)."""
+    return [load_bundle(p) for p in sorted(site.glob("runs/*/bundle.json"))]
+
+
+def test_the_ranking_page_renders_one_screen_and_keeps_the_runs_in_chunks(site: Path) -> None:
+    html = (site / "capacity" / "index.html").read_text()
+    assert html.count("<tr data-id=") == 4 and f"The first 4 of {RUNS + 3} runs." in html
+    assert "speedMatrixRanking" not in html and 'id="ranking-data"' not in html
+    chunks = sorted(p.name for p in (site / "capacity").glob("runs-*.js"))
+    assert chunks == ["runs-0.js", "runs-1.js", "runs-2.js", "runs-3.js"]
+    assert 'data-chunks="runs-0.js runs-1.js runs-2.js runs-3.js"' in html.replace("../capacity/", "")
+
+
+@pytest.mark.browser
+def test_a_readers_target_ranks_every_run_from_the_chunks(page, site: Path, server: str) -> None:
+    asked: list[str] = []
+    page.on("request", lambda r: "/capacity/runs-" in r.url and asked.append(r.url.rsplit("/", 1)[1]))
+    page.goto(server + "capacity/index.html")
+    assert asked == [], "the first screen needs no data"
+    page.fill("#ranking-form [name=ttft_ms]", "2000")
+    page.fill("#ranking-form [name=min_tok_s_per_user]", "10")
+    page.dispatch_event("#ranking-form [name=min_tok_s_per_user]", "input")
+    context = int(page.input_value("#ranking-form [name=context]"))
+    want = [r.id for r in ranking(_bundles(site), context, check_target(2000, 10, None))][:4]
+    page.wait_for_function("want => Array.from(document.querySelectorAll('#ranking-table tbody tr')).map(r => r.getAttribute('data-id')).join() === want",
+                           arg=",".join(want))
+    assert sorted(asked) == ["runs-0.js", "runs-1.js", "runs-2.js", "runs-3.js"] and page.console_errors == []
