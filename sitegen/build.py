@@ -108,7 +108,8 @@ def write_ranking(stage: Stage, site: Site, plan: Publication) -> None:
     if plan.unchanged(RANKING.path, key):
         return
     bundles = [decode_bundle(e.capacity) for e in site.entries]
-    chunks = [(f"{RANKING.path}runs-{i}.js", script) for i, script in enumerate(ranking_chunks(bundles))]
+    by_id = sorted(site.entries, key=lambda e: e.id)
+    chunks = [(f"{RANKING.path}runs-{i}.js", script) for i, script in enumerate(ranking_chunks([e.ranked for e in by_id]))]
     for path, script in chunks:
         stage.write(path, script)
     write_page(stage, site, "ranking.html", RANKING, ranking=ranking_view(bundles),

@@ -14,6 +14,7 @@ import msgspec
 from runner.bundle import formats as f
 from runner.bundle.schema import Bundle, DecodeCell
 from sitegen.charts import figure_script_json as script_json
+from sitegen.charts import script_safe
 from sitegen.runview import contexts_of, title
 from sitegen.summary import per_gpu
 
@@ -247,13 +248,18 @@ RANKING_SCREEN = 100  # ranked runs the page renders as HTML; a reader's own tar
 RANKING_CHUNK = 1000  # runs per ranking data chunk: about 1.4 MB of script
 
 
-def ranking_chunks(bundles: list[Bundle]) -> list[str]:
-    """The scripts capacity.js ranks with, loaded when a reader sets a target: per run (by id) its id,
-    title, GPU count, contexts and Valid cells, RANKING_CHUNK runs a script."""
-    runs = [{"id": b.id, "title": title(b), "gpus": b.hardware.gpu_count, "contexts": contexts_of(b), "cells": cell_records(b)}
-            for b in sorted(bundles, key=lambda b: b.id)]
-    return [f"window.speedMatrixRanking({index},{script_json(runs[start:start + RANKING_CHUNK])});\n"
-            for index, start in enumerate(range(0, len(runs), RANKING_CHUNK))]
+def ranking_record(bundle: Bundle) -> bytes:
+    """One run as capacity.js ranks it, JSON: its id, title, GPU count, contexts and Valid cells
+    (the catalog keeps it, so a rebuild joins records instead of deriving them again)."""
+    return msgspec.json.encode({"id": bundle.id, "title": title(bundle), "gpus": bundle.hardware.gpu_count,
+                                "contexts": contexts_of(bundle), "cells": cell_records(bundle)})
+
+
+def ranking_chunks(records: list[bytes]) -> list[str]:
+    """The scripts capacity.js ranks with, loaded when a reader sets a target: runs' ranking records
+    (in the order given: by id), RANKING_CHUNK runs a script."""
+    return [f"window.speedMatrixRanking({index},[{script_safe(b','.join(records[start:start + RANKING_CHUNK]).decode())}]);\n"
+            for index, start in enumerate(range(0, len(records), RANKING_CHUNK))]
 
 
 class CapacityView(msgspec.Struct, frozen=True):

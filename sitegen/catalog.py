@@ -20,7 +20,7 @@ import msgspec
 from runner.bundle.schema import Bundle, encode_bundle
 from sitegen import charts, compare, runview
 from sitegen.cache import digest
-from sitegen.capacity import ranking_bundle
+from sitegen.capacity import ranking_bundle, ranking_record
 from sitegen.errors import InputError, InputErrors
 from sitegen.index_view import run_record
 from sitegen.loader import load_bundle
@@ -42,6 +42,7 @@ class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
     frontier: list[charts.Point]
     record: bytes = b""  # the run's JSON record for the listings' data chunks (index_view.run_record)
     capacity: bytes = b""  # the run as the capacity ranking reads it (capacity.ranking_bundle), JSON
+    ranked: bytes = b""  # the run in the ranking page's data chunks (capacity.ranking_record), JSON
 
     @property
     def id(self) -> str:
@@ -81,6 +82,7 @@ def entry_of(path: Path, stamp: tuple[int, int, int], bundle: Bundle) -> RunEntr
         frontier=charts.pareto_frontier(charts.run_points(bundle)),
         record=msgspec.json.encode(run_record(summary)),
         capacity=encode_bundle(ranking_bundle(bundle)),
+        ranked=ranking_record(bundle),
     )
 
 

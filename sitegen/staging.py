@@ -61,7 +61,7 @@ class Stage:
         shutil.copyfile(source, self._target(relative))
         self.written.append(relative)
 
-    def reuse(self, relative: str, published: Path) -> None:
+    def reuse(self, relative: str, published: Path | str) -> None:
         """A file of the previous site, unchanged: hard-linked (files are never rewritten in place), else copied."""
         target = self._target(relative)
         try:
@@ -88,7 +88,7 @@ class Publication:
         """Record an output's key; True when the published one is current and whole, so it need not be rendered."""
         self.keys[output] = key
         files = self.old_files.get(output)
-        if self.old.get(output) == key and files and all(_regular_file(self.out / f) for f in files):
+        if self.old.get(output) == key and files and all(_regular_file(f"{self.out}/{f}") for f in files):
             return True
         self.rendered.add(output)
         return False
@@ -102,7 +102,7 @@ class Publication:
         for output in self.keys:
             if output not in self.rendered:
                 for relative in self.old_files[output]:
-                    stage.reuse(relative, self.out / relative)
+                    stage.reuse(relative, f"{self.out}/{relative}")
         outputs = {**{path: "" for path in stage.written}, **self.keys}
         folders = tuple(k for k in self.keys if k.endswith("/"))
         outputs = {k: v for k, v in outputs.items() if k in self.keys or not k.startswith(folders)}
@@ -257,10 +257,10 @@ def _read_manifest(out: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
     return outputs, by_output
 
 
-def _regular_file(path: Path) -> bool:
+def _regular_file(path: str) -> bool:
     """A plain file, not a link a planted symlink could pull something outside the site through."""
     try:
-        return stat.S_ISREG(path.lstat().st_mode)
+        return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
 
@@ -280,7 +280,7 @@ def _inside(relative: str) -> bool:
 
     Checked as text (no "..", not absolute): cheap for thousands of entries.
     """
-    if not relative or "\\" in relative or os.path.isabs(relative):
+    if not relative or "\\" in relative or relative.startswith("/"):
         return False
-    parts = Path(relative).parts
+    parts = [part for part in relative.split("/") if part]
     return bool(parts) and ".." not in parts and parts[0] != "."
