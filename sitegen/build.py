@@ -12,10 +12,12 @@ import json
 import time
 from pathlib import Path
 
-from runner.bundle.schema import bundle_json_schema, decode_bundle
+import msgspec
+
+from runner.bundle.schema import bundle_json_schema
 from sitegen import exports
 from sitegen.cache import code_digest, digest
-from sitegen.capacity import ranking_chunks, ranking_view
+from sitegen.capacity import RankedRun, ranking_chunks, ranking_view
 from sitegen.catalog import (
     CACHE_FILE,
     count_files,
@@ -107,12 +109,12 @@ def write_ranking(stage: Stage, site: Site, plan: Publication) -> None:
     key = digest(site.code, site.context_key, *(e.fingerprint for e in site.entries))
     if plan.unchanged(RANKING.path, key):
         return
-    bundles = [decode_bundle(e.capacity) for e in site.entries]
-    by_id = sorted(site.entries, key=lambda e: e.id)
-    chunks = [(f"{RANKING.path}runs-{i}.js", script) for i, script in enumerate(ranking_chunks([e.ranked for e in by_id]))]
+    records = [e.ranked for e in sorted(site.entries, key=lambda e: e.id)]
+    chunks = [(f"{RANKING.path}runs-{i}.js", script) for i, script in enumerate(ranking_chunks(records))]
     for path, script in chunks:
         stage.write(path, script)
-    write_page(stage, site, "ranking.html", RANKING, ranking=ranking_view(bundles),
+    runs = msgspec.json.decode(b"[" + b",".join(records) + b"]", type=list[RankedRun])
+    write_page(stage, site, "ranking.html", RANKING, ranking=ranking_view(runs),
                chunks=" ".join(RANKING.urls.to(path) for path, _ in chunks))
 
 

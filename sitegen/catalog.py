@@ -17,10 +17,10 @@ from pathlib import Path
 
 import msgspec
 
-from runner.bundle.schema import Bundle, encode_bundle
+from runner.bundle.schema import Bundle
 from sitegen import charts, compare, runview
 from sitegen.cache import digest
-from sitegen.capacity import ranking_bundle, ranking_record
+from sitegen.capacity import ranked_run
 from sitegen.errors import InputError, InputErrors
 from sitegen.index_view import run_record
 from sitegen.loader import load_bundle
@@ -41,8 +41,7 @@ class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
     keys: compare.Keys
     frontier: list[charts.Point]
     record: bytes = b""  # the run's JSON record for the listings' data chunks (index_view.run_record)
-    capacity: bytes = b""  # the run as the capacity ranking reads it (capacity.ranking_bundle), JSON
-    ranked: bytes = b""  # the run in the ranking page's data chunks (capacity.ranking_record), JSON
+    ranked: bytes = b""  # the run as the capacity ranking and its data chunks read it (capacity.RankedRun), JSON
 
     @property
     def id(self) -> str:
@@ -81,8 +80,7 @@ def entry_of(path: Path, stamp: tuple[int, int, int], bundle: Bundle) -> RunEntr
         keys=compare.keys_of(bundle),
         frontier=charts.pareto_frontier(charts.run_points(bundle)),
         record=msgspec.json.encode(run_record(summary)),
-        capacity=encode_bundle(ranking_bundle(bundle)),
-        ranked=ranking_record(bundle),
+        ranked=msgspec.json.encode(ranked_run(bundle)),
     )
 
 

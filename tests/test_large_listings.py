@@ -14,7 +14,7 @@ import pytest
 
 from sitegen import capacity, index_view
 from sitegen.build import build_site
-from sitegen.capacity import check_target, ranking
+from sitegen.capacity import check_target, ranked_run, ranking
 from sitegen.index_view import RunRecord, ordering
 from sitegen.loader import load_bundle
 from tests.conftest import ROOT, serve_folder
@@ -125,7 +125,7 @@ def test_a_readers_target_ranks_every_run_from_the_chunks(page, site: Path, serv
     page.fill("#ranking-form [name=min_tok_s_per_user]", "10")
     page.dispatch_event("#ranking-form [name=min_tok_s_per_user]", "input")
     context = int(page.input_value("#ranking-form [name=context]"))
-    want = [r.id for r in ranking(_bundles(site), context, check_target(2000, 10, None))][:4]
+    want = [r.id for r in ranking([ranked_run(b) for b in _bundles(site)], context, check_target(2000, 10, None))][:4]
     page.wait_for_function("want => Array.from(document.querySelectorAll('#ranking-table tbody tr')).map(r => r.getAttribute('data-id')).join() === want",
                            arg=",".join(want))
     assert sorted(asked) == ["runs-0.js", "runs-1.js", "runs-2.js", "runs-3.js"] and page.console_errors == []
