@@ -147,7 +147,9 @@
     }
 
     function draw(records) {
-      var ordered = sort ? orders[sort.name].positions.map(function (p) { return records[p]; }).filter(Boolean) : records;
+      var positions = sort ? orders[sort.name].positions : [];
+      // An order that did not load (or is not this data's) leaves the listing's own order.
+      var ordered = positions.length === records.length ? positions.map(function (p) { return records[p]; }) : records;
       var inScope = scope.length === 2 ? ordered.filter(function (r) { return r[scope[0]] === scope[1]; }) : ordered;
       var matches = matcher(search ? search.value : "");
       var shown = inScope.filter(function (record) {
@@ -164,9 +166,10 @@
     function update() {
       table.setAttribute("aria-busy", "true");
       if (sort && !orders[sort.name]) { loadOrder(sort.url, sort.name, update); return; }
-      if (sort && load.records === undefined && wholeFirstScreen()) {
+      if (sort && load.records === undefined && orders[sort.name].first.length && wholeFirstScreen()) {
         drawRows(orders[sort.name].first, total, total);
-        load(urls, function () {});  // the rest, for the next step
+        // The rest, for the next step, once this screen is painted (parsing it would hold up the paint).
+        requestAnimationFrame(function () { setTimeout(function () { load(urls, function () {}); }, 0); });
         return;
       }
       load(urls, draw);
