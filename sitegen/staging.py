@@ -104,8 +104,9 @@ class Publication:
                 for relative in self.old_files[output]:
                     stage.reuse(relative, f"{self.out}/{relative}")
         outputs = {**{path: "" for path in stage.written}, **self.keys}
-        folders = tuple(k for k in self.keys if k.endswith("/"))
-        outputs = {k: v for k, v in outputs.items() if k in self.keys or not k.startswith(folders)}
+        # A file inside a keyed folder is that folder's, not an output of its own (by its parent
+        # folders, looked up: matching every file against every folder grew as runs squared).
+        outputs = {k: v for k, v in outputs.items() if k in self.keys or _folder_output(k, self.keys) is None}
         manifest = {"version": _MANIFEST_VERSION, "outputs": outputs, "files": sorted(set(stage.written))}
         stage.root.joinpath(MANIFEST).write_text(json.dumps(manifest, sort_keys=True, indent=0))
 
