@@ -189,17 +189,24 @@ def main() -> None:
         pages, comparisons = count_pages(out)
         index_kb = (out / "index.html").stat().st_size / 1024
         picker_kb = (out / "compare" / "index.html").stat().st_size / 1024
-        chunks_kb = sum(p.stat().st_size for p in (out / "data").glob("*.js")) / 1024 if (out / "data").is_dir() else 0.0
+        ranking = out / "capacity" / "index.html"
+        ranking_kb = ranking.stat().st_size / 1024 if ranking.is_file() else 0.0
+        chunks_kb = sum(p.stat().st_size for p in (out / "data").glob("runs-*.js")) / 1024 if (out / "data").is_dir() else 0.0
+        orders = list((out / "data").glob("sort-*.js")) if (out / "data").is_dir() else []
+        order_kb = max((p.stat().st_size for p in orders), default=0) / 1024
         incr = statistics.median(b.wall for b in incremental)
         incr_cpu = statistics.median(b.cpu for b in incremental)
-        print(f"site build with {args.runs:,} runs ({os.cpu_count()} cores, code from {args.code}); medians, shared machine")
+        print(f"site build with {args.runs:,} runs ({os.cpu_count()} cores, code from {args.code}); medians, shared machine; "
+              f"load average {os.getloadavg()[0]:.1f}")
         print(row("figure", "value", "target"))
         print(row(f"cold build wall, median of {args.repeat}", f"{cold:.2f} s", f"≤ {TARGETS['cold_s']:g} s" if at_scale else "", cold <= TARGETS["cold_s"] if at_scale else None))
         print(row("cold build CPU (all processes)", f"{cpu:.2f} s"))
         print(row("peak memory (PSS, build + workers)", f"{peak:.0f} MB", f"≤ {TARGETS['peak_mb']:g} MB" if at_scale else "", peak <= TARGETS["peak_mb"] if at_scale else None))
         print(row("index.html", f"{index_kb:,.1f} KB", f"≤ {TARGETS['index_kb']:g} KB" if at_scale else "", index_kb <= TARGETS["index_kb"] if at_scale else None))
         print(row("compare/index.html (picker)", f"{picker_kb:,.1f} KB"))
+        print(row("capacity/index.html (ranking)", f"{ranking_kb:,.1f} KB"))
         print(row("data chunks (loaded on demand)", f"{chunks_kb:,.0f} KB"))
+        print(row("largest sort order (a first sort loads one)", f"{order_kb:,.0f} KB"))
         print(row("pages written (comparisons)", f"{pages:,} ({comparisons:,})"))
         print(row("site on disk", f"{disk_mb(out):,.0f} MB"))
         print(row("incremental after one bundle, median of 3", f"{incr:.2f} s", f"≤ {TARGETS['incremental_s']:g} s", incr <= TARGETS["incremental_s"]))

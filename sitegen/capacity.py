@@ -14,6 +14,7 @@ import msgspec
 from runner.bundle import formats as f
 from runner.bundle.schema import Bundle, DecodeCell
 from sitegen.charts import figure_script_json as script_json
+from sitegen.charts import script_safe
 from sitegen.runview import contexts_of, title
 from sitegen.summary import per_gpu
 
@@ -71,13 +72,11 @@ def check_target(ttft_ms: float, min_tok_s_per_user: float, gpu_hour_usd: float 
     return Target(ttft_ms=ttft_ms, min_tok_s_per_user=min_tok_s_per_user, gpu_hour_usd=gpu_hour_usd)
 
 
-def qualifies(cell: DecodeCell, target: Target) -> bool:
-    """A Valid cell whose median TTFT and median per-request tok/s both meet the target (bounds included)."""
-    return (
-        cell.status == "Valid" and cell.total_tok_s is not None
-        and cell.ttft_ms is not None and cell.ttft_ms <= target.ttft_ms
-        and cell.per_request_tok_s is not None and cell.per_request_tok_s >= target.min_tok_s_per_user
-    )
+def meets(record: list, target: Target) -> bool:
+    """Whether a Valid cell, by its record ([context, concurrency, total, per-request tok/s, TTFT]), meets
+    the target: its median TTFT and median per-request tok/s both within it (bounds included)."""
+    _, _, total, per_request, ttft = record
+    return total is not None and ttft is not None and ttft <= target.ttft_ms and per_request is not None and per_request >= target.min_tok_s_per_user
 
 
 def usd_per_million_tokens(gpu_hour_usd: float | None, gpu_count: int | None, total_tok_s: float) -> float | None:
@@ -89,15 +88,17 @@ def usd_per_million_tokens(gpu_hour_usd: float | None, gpu_count: int | None, to
 
 def pick(bundle: Bundle, context: int, target: Target) -> Pick:
     """The qualifying cell at `context` with the most total tok/s; a tie goes to fewer requests."""
-    cells = [c for c in bundle.decode if c.context_tokens == context and qualifies(c, target)]
-    best = max(cells, key=lambda c: (c.total_tok_s, -c.concurrency), default=None)
+    return pick_from(cell_records(bundle), bundle.hardware.gpu_count, context, target)
+
+
+def pick_from(cells: list[list], gpus: int | None, context: int, target: Target) -> Pick:
+    """pick over a run's Valid cell records (cell_records), as the ranking keeps them."""
+    best = max((c for c in cells if c[0] == context and meets(c, target)), key=lambda c: (c[2], -c[1]), default=None)
     if best is None:
         return Pick(context_tokens=context, concurrency=None, total_tok_s=None, tok_s_per_gpu=None, usd_per_million_tokens=None)
-    gpus = bundle.hardware.gpu_count
     return Pick(
-        context_tokens=context, concurrency=best.concurrency, total_tok_s=best.total_tok_s,
-        tok_s_per_gpu=per_gpu(best.total_tok_s, gpus),
-        usd_per_million_tokens=usd_per_million_tokens(target.gpu_hour_usd, gpus, best.total_tok_s),
+        context_tokens=context, concurrency=best[1], total_tok_s=best[2], tok_s_per_gpu=per_gpu(best[2], gpus),
+        usd_per_million_tokens=usd_per_million_tokens(target.gpu_hour_usd, gpus, best[2]),
     )
 
 
@@ -160,13 +161,14 @@ def json_records(bundle: Bundle, target: Target) -> list[dict]:
     return [msgspec.to_builtins(p) for p in capacity(bundle, target)]
 
 
+def cell_record(cell: DecodeCell) -> list:
+    """A cell as the rule and capacity.js read it: [context, concurrency, total tok/s, per-request tok/s, TTFT ms]."""
+    return [cell.context_tokens, cell.concurrency, cell.total_tok_s, cell.per_request_tok_s, cell.ttft_ms]
+
+
 def cell_records(bundle: Bundle) -> list[list]:
-    """The Valid decode cells, the only ones the rule can pick, as capacity.js reads them:
-    [context, concurrency, total tok/s, per-request tok/s, TTFT ms], kept short for the ranking page."""
-    return [
-        [c.context_tokens, c.concurrency, c.total_tok_s, c.per_request_tok_s, c.ttft_ms]
-        for c in sorted(bundle.decode, key=lambda c: (c.context_tokens, c.concurrency)) if c.status == "Valid"
-    ]
+    """The Valid decode cells, the only ones the rule can pick, by context and concurrency, kept short for the ranking page."""
+    return [cell_record(c) for c in sorted(bundle.decode, key=lambda c: (c.context_tokens, c.concurrency)) if c.status == "Valid"]
 
 
 def page_data(bundle: Bundle) -> dict:
@@ -212,43 +214,51 @@ def rank_key(found: Pick) -> tuple:
     return (0, -found.tok_s_per_gpu)
 
 
-def ranking(bundles: list[Bundle], context: int, target: Target) -> list[Ranked]:
+class RankedRun(msgspec.Struct, frozen=True):
+    """One run as the ranking reads it, and capacity.js from the ranking's chunks: its id, title,
+    GPU count, decode contexts and Valid cells (cell_records). The build keeps one of these per
+    run (about 1.4 KB of JSON) instead of the bundle."""
+
+    id: str
+    title: str
+    gpus: int | None
+    contexts: list[int]
+    cells: list[list]
+
+
+def ranked_run(bundle: Bundle) -> RankedRun:
+    """What of a run the ranking reads."""
+    return RankedRun(bundle.id, title(bundle), bundle.hardware.gpu_count, contexts_of(bundle), cell_records(bundle))
+
+
+def ranking(runs: list[RankedRun], context: int, target: Target) -> list[Ranked]:
     """Runs ranked by capacity at one context and target; runs that did not measure it come last."""
     measured, unmeasured = [], []
-    for bundle in sorted(bundles, key=lambda b: b.id):
-        if context in contexts_of(bundle):
-            measured.append((bundle, pick(bundle, context, target)))
+    for run in sorted(runs, key=lambda r: r.id):
+        if context in run.contexts:
+            measured.append((run, pick_from(run.cells, run.gpus, context, target)))
         else:
-            unmeasured.append(Ranked(bundle.id, title(bundle), None, f"not measured at {f.context_label(context)}"))
+            unmeasured.append(Ranked(run.id, run.title, None, f"not measured at {f.context_label(context)}"))
     measured.sort(key=lambda pair: rank_key(pair[1]))
-    ranked = [Ranked(b.id, title(b), answer(p), None if p.concurrency is not None else NONE_QUALIFIES) for b, p in measured]
+    ranked = [Ranked(r.id, r.title, answer(p), None if p.concurrency is not None else NONE_QUALIFIES) for r, p in measured]
     return ranked + unmeasured
 
 
-def common_context(bundles: list[Bundle]) -> int | None:
+def common_context(runs: list[RankedRun]) -> int | None:
     """The decode context most runs measured (the shorter on a tie): the ranking's default."""
-    counts = Counter(c for bundle in bundles for c in contexts_of(bundle))
+    counts = Counter(c for run in runs for c in run.contexts)
     return min(counts, key=lambda c: (-counts[c], c), default=None)
 
 
-def ranking_bundle(bundle: Bundle) -> Bundle:
-    """What of a run the ranking reads: its title's fields and its decode cells' three figures.
-
-    The build keeps one of these per run instead of the bundle, so ranking 10,000 runs holds
-    no launch commands, prefill points or tail figures in memory.
-    """
-    cells = [DecodeCell(context_tokens=c.context_tokens, concurrency=c.concurrency, status=c.status,
-                        total_tok_s=c.total_tok_s, per_request_tok_s=c.per_request_tok_s, ttft_ms=c.ttft_ms)
-             for c in bundle.decode]
-    return msgspec.structs.replace(bundle, prefill=[], decode=cells, launch_command=None, notes=None)
+RANKING_SCREEN = 100  # ranked runs the page renders as HTML; a reader's own targets rank every run from the chunks
+RANKING_CHUNK = 1000  # runs per ranking data chunk: about 1.4 MB of script
 
 
-def index_data(bundles: list[Bundle]) -> dict:
-    """What the ranking page embeds for capacity.js's ranking: per run its id, title, contexts and Valid cells."""
-    return {
-        "runs": [{"id": b.id, "title": title(b), "gpus": b.hardware.gpu_count, "contexts": contexts_of(b), "cells": cell_records(b)}
-                 for b in sorted(bundles, key=lambda b: b.id)],
-    }
+def ranking_chunks(records: list[bytes]) -> list[str]:
+    """The scripts capacity.js ranks with, loaded when a reader sets a target: runs' ranking records
+    (in the order given: by id), RANKING_CHUNK runs a script."""
+    return [f"window.speedMatrixRanking({index},[{script_safe(b','.join(records[start:start + RANKING_CHUNK]).decode())}]);\n"
+            for index, start in enumerate(range(0, len(records), RANKING_CHUNK))]
 
 
 class CapacityView(msgspec.Struct, frozen=True):
@@ -267,23 +277,23 @@ def capacity_view(bundle: Bundle) -> CapacityView:
 
 
 class RankingView(msgspec.Struct, frozen=True):
-    """The ranking page: the contexts to choose from, the default choice and its answer, and the data."""
+    """The ranking page: the contexts to choose from, the default choice and its first screen of answers."""
 
     contexts: list[tuple[int, str]]
     context: int
     label: str
     target: Target
     rows: list[Ranked]
-    data: str
+    total: int
 
 
-def ranking_view(bundles: list[Bundle], target: Target = CHAT.target) -> RankingView | None:
+def ranking_view(runs: list[RankedRun], target: Target = CHAT.target) -> RankingView | None:
     """The ranking at the context most runs measured and the Chat preset; None for a site without decode cells."""
-    context = common_context(bundles)
+    context = common_context(runs)
     if context is None:
         return None
-    contexts = sorted({c for bundle in bundles for c in contexts_of(bundle)})
+    contexts = sorted({c for run in runs for c in run.contexts})
     return RankingView(
         contexts=[(c, f.context_label(c)) for c in contexts], context=context, label=f.context_label(context),
-        target=target, rows=ranking(bundles, context, target), data=script_json(index_data(bundles)),
+        target=target, rows=ranking(runs, context, target)[:RANKING_SCREEN], total=len(runs),
     )

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import msgspec
 
-from runner.bundle.schema import Bundle, encode_bundle
+from runner.bundle.schema import Bundle
 from sitegen import charts, compare, runview
 from sitegen.cache import digest
-from sitegen.capacity import ranking_bundle
+from sitegen.capacity import ranked_run
 from sitegen.errors import InputError, InputErrors
 from sitegen.index_view import run_record
 from sitegen.loader import load_bundle
+from sitegen.parallel import fork_map
 from sitegen.summary import RunSummary, summarize
 
 CACHE_FILE = ".build-cache"
@@ -40,7 +41,7 @@ class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
     keys: compare.Keys
     frontier: list[charts.Point]
     record: bytes = b""  # the run's JSON record for the listings' data chunks (index_view.run_record)
-    capacity: bytes = b""  # the run as the capacity ranking reads it (capacity.ranking_bundle), JSON
+    ranked: bytes = b""  # the run as the capacity ranking and its data chunks read it (capacity.RankedRun), JSON
 
     @property
     def id(self) -> str:
@@ -79,7 +80,7 @@ def entry_of(path: Path, stamp: tuple[int, int, int], bundle: Bundle) -> RunEntr
         keys=compare.keys_of(bundle),
         frontier=charts.pareto_frontier(charts.run_points(bundle)),
         record=msgspec.json.encode(run_record(summary)),
-        capacity=encode_bundle(ranking_bundle(bundle)),
+        ranked=msgspec.json.encode(ranked_run(bundle)),
     )
 
 
@@ -118,32 +119,58 @@ def encode_cache(entries: list[RunEntry], pairs: list[tuple[RunEntry, RunEntry, 
     return msgspec.msgpack.encode(Cache(code, entries, relations_digest(entries), ids))
 
 
-def scan(folder: Path, cached: dict[str, RunEntry], tick: Callable[[], None] = lambda: None) -> list[RunEntry]:
-    """An entry per `*.json` in folder, sorted by file name, decoding only files not in the cache.
+SCAN_CHUNK = 32  # bundles a worker decodes at a time
+
+
+def _read_entry(item: tuple[Path, tuple[int, int, int]]) -> RunEntry | tuple[str, str | None, str]:
+    """The entry of one bundle file, or its error as (path, where, message) (an InputError as plain
+    values, which cross between processes whatever the exception class takes)."""
+    path, stamp = item
+    try:
+        return entry_of(path, stamp, load_bundle(path))
+    except InputError as exc:
+        return (exc.path, exc.where, exc.message)
+
+
+def scan(folder: Path, cached: dict[str, RunEntry], jobs: int = 1, tick: Callable[[], None] = lambda: None) -> list[RunEntry]:
+    """An entry per `*.json` in folder, sorted by file name, decoding only files not in the cache
+    (across `jobs` forked workers when there are many).
 
     Every file's error is collected before failing, and an id used twice names both files.
     """
     errors: list[InputError] = []
-    entries: list[RunEntry] = []
-    seen: dict[str, str] = {}
+    found: list[RunEntry | InputError | tuple[Path, tuple[int, int, int]]] = []
     for path in sorted(p for p in folder.glob("*.json") if not p.name.startswith(".")):
-        tick()
         try:
             stamp = stamp_of(path)
-            entry = cached.get(path.name)
-            if entry is None or entry.stamp != stamp:
-                entry = entry_of(path, stamp, load_bundle(path))
         except OSError as exc:
-            errors.append(InputError(path, None, f"cannot read: {exc.strerror}"))
+            found.append(InputError(path, None, f"cannot read: {exc.strerror}"))
             continue
-        except InputError as exc:
-            errors.append(exc)
+        entry = cached.get(path.name)
+        found.append(entry if entry is not None and entry.stamp == stamp else (path, stamp))
+    unread = [item for item in found if isinstance(item, tuple)]
+    decoded = fork_map(_read_entry, unread, jobs, SCAN_CHUNK)
+    entries: list[RunEntry] = []
+    seen: dict[str, str] = {}
+    for item in found:
+        tick()
+        if isinstance(item, InputError):
+            errors.append(item)
             continue
-        if entry.id in seen:
-            errors.append(InputError(path, "$.id", f"id {entry.id!r} is already used by {seen[entry.id]}"))
+        if isinstance(item, tuple):
+            path = item[0]
+            result = next(decoded)
+            if isinstance(result, tuple):
+                errors.append(InputError(*result))
+                continue
+            item = result
+        else:
+            path = folder / item.name
+        if item.id in seen:
+            errors.append(InputError(path, "$.id", f"id {item.id!r} is already used by {seen[item.id]}"))
             continue
-        seen[entry.id] = str(path)
-        entries.append(entry)
+        seen[item.id] = str(path)
+        entries.append(item)
     if errors:
         raise InputErrors(errors)
     return entries

@@ -10,7 +10,6 @@ from runner.bundle import formats as f
 from runner.bundle.display import PAGE_TEXT, status_slug
 from runner.bundle.schema import Bundle
 from sitegen import runview
-from sitegen.urls import Urls
 
 DEFAULT_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 SITE_NAME = "speed-matrix"
@@ -51,6 +50,5 @@ def settings_line(bundle: Bundle) -> str:
 
 
 def render_run_page(env: jinja2.Environment, bundle: Bundle, view: runview.RunView, context: dict) -> str:
-    """The HTML of one run page; `context` carries site-wide values (nav, counts, charts)."""
-    template = env.get_template("run.html")
-    return template.render(bundle=bundle, view=view, urls=Urls(depth=2), settings=settings_line(bundle), **context)
+    """The HTML of one run page; `context` carries the shared values (nav, links from the page) and its sections."""
+    return env.get_template("run.html").render(bundle=bundle, view=view, settings=settings_line(bundle), **context)

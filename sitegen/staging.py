@@ -32,6 +32,7 @@ class Stage:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
         self.written: list[str] = []
+        self._folders: set[str] = set()  # folders already checked and made: a site writes thousands of files into each
 
     def path(self, relative: str) -> Path:
         """The absolute path of a site-relative file, after checking it stays inside."""
@@ -40,22 +41,29 @@ class Stage:
             raise InputError(relative, None, "refusing to write outside the output folder")
         return target
 
+    def _target(self, relative: str) -> str:
+        """Where a file goes, its folder made: resolved and checked once per folder, then by its name alone."""
+        folder, _, name = relative.rpartition("/")
+        if folder not in self._folders or name in ("", ".", ".."):
+            self.path(relative).parent.mkdir(parents=True, exist_ok=True)
+            self._folders.add(folder)
+        return f"{self.root}/{relative}"
+
     def write(self, relative: str, data: bytes | str) -> None:
-        target = self.path(relative)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data.encode() if isinstance(data, str) else data)
+        target = self._target(relative)
+        # O_NOFOLLOW: a link planted where a file goes is refused, not written through.
+        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with open(descriptor, "wb") as file:
+            file.write(data.encode() if isinstance(data, str) else data)
         self.written.append(relative)
 
     def copy(self, relative: str, source: Path) -> None:
-        target = self.path(relative)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        shutil.copyfile(source, self._target(relative))
         self.written.append(relative)
 
-    def reuse(self, relative: str, published: Path) -> None:
+    def reuse(self, relative: str, published: Path | str) -> None:
         """A file of the previous site, unchanged: hard-linked (files are never rewritten in place), else copied."""
-        target = self.path(relative)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target = self._target(relative)
         try:
             os.link(published, target, follow_symlinks=False)
         except OSError:
@@ -80,7 +88,7 @@ class Publication:
         """Record an output's key; True when the published one is current and whole, so it need not be rendered."""
         self.keys[output] = key
         files = self.old_files.get(output)
-        if self.old.get(output) == key and files and all(_regular_file(self.out / f) for f in files):
+        if self.old.get(output) == key and files and all(_regular_file(f"{self.out}/{f}") for f in files):
             return True
         self.rendered.add(output)
         return False
@@ -94,10 +102,11 @@ class Publication:
         for output in self.keys:
             if output not in self.rendered:
                 for relative in self.old_files[output]:
-                    stage.reuse(relative, self.out / relative)
+                    stage.reuse(relative, f"{self.out}/{relative}")
         outputs = {**{path: "" for path in stage.written}, **self.keys}
-        folders = tuple(k for k in self.keys if k.endswith("/"))
-        outputs = {k: v for k, v in outputs.items() if k in self.keys or not k.startswith(folders)}
+        # A file inside a keyed folder is that folder's, not an output of its own (by its parent
+        # folders, looked up: matching every file against every folder grew as runs squared).
+        outputs = {k: v for k, v in outputs.items() if k in self.keys or _folder_output(k, self.keys) is None}
         manifest = {"version": _MANIFEST_VERSION, "outputs": outputs, "files": sorted(set(stage.written))}
         stage.root.joinpath(MANIFEST).write_text(json.dumps(manifest, sort_keys=True, indent=0))
 
@@ -249,10 +258,10 @@ def _read_manifest(out: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
     return outputs, by_output
 
 
-def _regular_file(path: Path) -> bool:
+def _regular_file(path: str) -> bool:
     """A plain file, not a link a planted symlink could pull something outside the site through."""
     try:
-        return stat.S_ISREG(path.lstat().st_mode)
+        return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
 
@@ -272,7 +281,7 @@ def _inside(relative: str) -> bool:
 
     Checked as text (no "..", not absolute): cheap for thousands of entries.
     """
-    if not relative or "\\" in relative or os.path.isabs(relative):
+    if not relative or "\\" in relative or relative.startswith("/"):
         return False
-    parts = Path(relative).parts
+    parts = [part for part in relative.split("/") if part]
     return bool(parts) and ".." not in parts and parts[0] != "."

@@ -1,8 +1,9 @@
 """The one place that knows where things live in the built site.
 
 Every link in the site is relative to the page it sits on, so the site works
-from any sub-folder of a static host and from `file://` alike. A page asks
-`Urls(depth)` for links; depth is how many folders below the site root it is.
+from any sub-folder of a static host and from `file://` alike. Each page the build
+writes is a `Page` record of its site path; the file it is written to and its links
+(`Page.urls`, relative to it, as MkDocs' `File.url_relative_to`) follow from that path.
 """
 
 from __future__ import annotations
@@ -76,3 +77,25 @@ class Urls:
 
     def static(self, name: str) -> str:
         return self.root + "static/" + name
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the site by its site path: a folder ("runs/x/"; "" is the root) or a file ("compare/a-vs-b.html")."""
+
+    path: str
+
+    @property
+    def file(self) -> str:
+        """The file the page is written to: a folder's index.html."""
+        return self.path + "index.html" if self.path.endswith("/") or self.path == "" else self.path
+
+    @property
+    def urls(self) -> Urls:
+        """Links from this page to anywhere in the site."""
+        return Urls(self.file.count("/"))
+
+
+HOME = Page("")
+PICKER = Page("compare/")
+RANKING = Page(RANKING_DIR)

@@ -13,7 +13,7 @@ import io
 import json
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlparse
@@ -105,6 +105,25 @@ def make_bundle(
         prefill=prefill,
         decode=[decode_cell(c, n, scale) for c in CONTEXTS for n in LEVELS],
     )
+
+
+def add_synthesized_runs(content: Path, count: int, model: Callable[[int], str], speedup: Callable[[int], float],
+                         gpu: Callable[[int], str] | None = None) -> None:
+    """Write `count` runs into content/runs/, copies of its bundles in turn with their own id, model and date.
+
+    Run i is named by model(i), runs on gpu(i) where given, and measures speedup(i) times the total tok/s.
+    """
+    runs = content / "runs"
+    bases = [json.loads(p.read_text()) for p in sorted(runs.glob("*.json"))]
+    for i in range(count):
+        bundle = json.loads(json.dumps(bases[i % len(bases)]))
+        bundle.update(id=f"run-{i:02d}", model=model(i), measured_at=f"2026-08-{i + 1:02d}T10:00:00Z")
+        if gpu is not None:
+            bundle["hardware"]["gpu"] = gpu(i)
+        for cell in bundle["decode"]:
+            if cell.get("total_tok_s") is not None:
+                cell["total_tok_s"] = round(cell["total_tok_s"] * speedup(i), 1)
+        (runs / f"run-{i:02d}.json").write_text(json.dumps(bundle))
 
 
 def read_bundle(path: Path) -> Bundle:

@@ -159,13 +159,31 @@
     return [0, -found.tok_s_per_gpu];
   }
 
+  /* The ranking page renders its first screen; the reader's own targets rank every run, from the
+     data chunks (capacity/runs-N.js) loaded on the first change, or when the form is entered. */
+  var rankingParts = [];
+  window.speedMatrixRanking = function (index, runs) { rankingParts[index] = runs; };
+
   function rankingView(section) {
-    var data = JSON.parse(document.getElementById("ranking-data").textContent);
     var form = document.getElementById("ranking-form");
     var body = document.querySelector("#ranking-table tbody");
     var caption = document.getElementById("ranking-caption");
+    var urls = (form.getAttribute("data-chunks") || "").split(" ").filter(Boolean);
+    var total = Number(form.getAttribute("data-total"));
+    var screen = body.rows.length < total ? body.rows.length : Infinity;
+    var data = null, waiting = null;
     form.hidden = false;
-    function update() {
+    function withRuns(done) {
+      if (data) { done(); return; }
+      if (waiting) { waiting.push(done); return; }
+      waiting = [done];
+      window.speedMatrixData.scripts(urls, function () {
+        data = { runs: [].concat.apply([], rankingParts.filter(Boolean)) };
+        waiting.forEach(function (callback) { callback(); });
+      });
+    }
+    function update() { withRuns(rank); }
+    function rank() {
       var target = readTarget(form);
       var context = Number(form.elements.context.value);
       var label = form.elements.context.selectedOptions[0].textContent;
@@ -183,7 +201,7 @@
         return x[0] - y[0] || x[1] - y[1];  // Array.sort is stable: ties keep the runs' id order
       });
       body.textContent = "";
-      measured.concat(unmeasured).forEach(function (entry, index) {
+      measured.concat(unmeasured).slice(0, screen).forEach(function (entry, index) {
         var row = body.insertRow();
         row.setAttribute("data-id", entry.run.id);
         row.appendChild(el("td", String(index + 1)));
@@ -203,6 +221,7 @@
     }
     form.addEventListener("input", update);
     form.addEventListener("change", update);
+    form.addEventListener("focusin", function () { withRuns(function () {}); }, { once: true });
     form.addEventListener("submit", function (event) { event.preventDefault(); });
   }
 

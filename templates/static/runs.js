@@ -1,33 +1,59 @@
 /* speed-matrix: the runs of every listing, searched, filtered and sorted as one set.
-   The page holds its first screen of rows as HTML. The first search, filter, sort or "Show more"
+   The page holds its first screen of rows as HTML. The first search, filter or "Show more"
    (or a pointer on the headers, or focus in the filters, just before one) loads the data chunks (data/runs-N.js: script tags, which work from file://), then draws the
    matching rows a screenful at a time from the same cells the build renders (index_view.row_cells).
+   Orders come from the build too (data/sort-KEY-DIRECTION.js: every run's place in a column's
+   order, and that order's first screen of records), so a first sort of the whole listing draws
+   from that one small file while the chunks load.
    window.speedMatrixData.load(done) hands the records to other scripts (the compare picker). */
 (function () {
   "use strict";
 
   var chunks = [];
   var waiting = null;
+  var orders = {};  // by "key-direction": {positions, first}
+  var ordersWaiting = {};
 
   window.speedMatrixRuns = function (index, records) { chunks[index] = records; };
+  window.speedMatrixSort = function (name, positions, first) { orders[name] = { positions: positions, first: first }; };
+
+  function addScript(url, done) {
+    var script = document.createElement("script");
+    script.src = url;
+    script.onload = script.onerror = done;
+    document.head.appendChild(script);
+  }
+
+  /* Load script URLs at once; done() when every one has loaded or failed. */
+  function scripts(urls, done) {
+    var pending = urls.length;
+    if (!pending) { done(); return; }
+    urls.forEach(function (url) { addScript(url, function () { pending -= 1; if (!pending) done(); }); });
+  }
+
+  /* One column's order in one direction, loaded once; done(order) runs when it has arrived. */
+  function loadOrder(url, name, done) {
+    if (orders[name]) { done(orders[name]); return; }
+    if (ordersWaiting[name]) { ordersWaiting[name].push(done); return; }
+    ordersWaiting[name] = [done];
+    addScript(url, function () {
+      var order = orders[name] || { positions: [], first: [] };
+      orders[name] = order;
+      ordersWaiting[name].forEach(function (callback) { callback(order); });
+      delete ordersWaiting[name];
+    });
+  }
 
   /* Load every chunk once; done(records) runs when all have arrived, in the build's order. */
   function load(urls, done) {
     if (waiting === null) {
       waiting = [done];
-      var pending = urls.length;
-      var finish = function () {
+      scripts(urls, function () {
         var all = [].concat.apply([], chunks.filter(Boolean));
-        waiting.forEach(function (callback) { callback(all); });
+        var callbacks = waiting;
         waiting = "done";
         load.records = all;
-      };
-      if (!pending) { finish(); return; }
-      urls.forEach(function (url) {
-        var script = document.createElement("script");
-        script.src = url;
-        script.onload = script.onerror = function () { pending -= 1; if (!pending) finish(); };
-        document.head.appendChild(script);
+        callbacks.forEach(function (callback) { callback(all); });
       });
     } else if (waiting === "done") {
       done(load.records);
@@ -84,17 +110,6 @@
     return tr;
   }
 
-  /* Runs without the figure go last either way; numbers compare as numbers, text by locale. */
-  function comparer(key, numeric, ascending) {
-    return function (a, b) {
-      var x = a.cells[key] ? a.cells[key][1] : "", y = b.cells[key] ? b.cells[key][1] : "";
-      var hasX = x !== undefined && x !== "", hasY = y !== undefined && y !== "";
-      if (!hasX || !hasY) return (hasX ? 0 : 1) - (hasY ? 0 : 1);
-      var order = numeric ? x - y : String(x).localeCompare(String(y));
-      return ascending ? order : -order;
-    };
-  }
-
   function listing(table, form) {
     var root = table.getAttribute("data-root");
     var urls = (table.getAttribute("data-chunks") || "").split(" ").filter(Boolean);
@@ -103,8 +118,10 @@
     var screen = body.rows.length || 100;
     var limit = screen;
     var headers = Array.prototype.slice.call(table.querySelectorAll("thead th[data-key]"));
-    var columns = headers.map(function (th) { return { key: th.getAttribute("data-key"), numeric: th.getAttribute("data-kind") === "number" }; });
-    var sort = null;  // {key, numeric, ascending}
+    var columns = headers.map(function (th) {
+      return { key: th.getAttribute("data-key"), numeric: th.getAttribute("data-kind") === "number", orders: (th.getAttribute("data-orders") || "").split(" ") };
+    });
+    var sort = null;  // {name: "key-direction", url}
     var chosen = [];
     var more = document.getElementById("runs-more");
     var count = document.getElementById("runs-shown");
@@ -114,28 +131,47 @@
     var total = Number(table.getAttribute("data-total"));
     if (more && total > body.rows.length) more.hidden = false;
 
-    function draw(records) {
-      var inScope = scope.length === 2 ? records.filter(function (r) { return r[scope[0]] === scope[1]; }) : records;
-      var matches = matcher(search ? search.value : "");
-      var shown = inScope.filter(function (record) {
-        return matches(record) && selects.every(function (select) { return !select.value || record[select.name] === select.value; });
-      });
-      if (sort) shown = shown.slice().sort(comparer(sort.key, sort.numeric, sort.ascending));
+    /* Draw the first `limit` of `rows`, which are `matching` runs of the `inScope` the listing holds. */
+    function drawRows(rows, matching, inScope) {
       var fragment = document.createDocumentFragment();
-      shown.slice(0, limit).forEach(function (record) { fragment.appendChild(row(record, columns, root, chosen)); });
+      rows.slice(0, limit).forEach(function (record) { fragment.appendChild(row(record, columns, root, chosen)); });
       body.textContent = "";
       body.appendChild(fragment);
       if (note) note.hidden = true;
       if (more) {
-        more.hidden = shown.length <= limit;
-        more.textContent = "Show " + Math.min(screen, shown.length - limit).toLocaleString("en") + " more of " + shown.length.toLocaleString("en");
+        more.hidden = matching <= limit;
+        more.textContent = "Show " + Math.min(screen, matching - limit).toLocaleString("en") + " more of " + matching.toLocaleString("en");
       }
-      if (count) count.textContent = shown.length === inScope.length ? "" : "Showing " + shown.length.toLocaleString("en") + " of " + inScope.length.toLocaleString("en") + " runs";
+      if (count) count.textContent = matching === inScope ? "" : "Showing " + matching.toLocaleString("en") + " of " + inScope.toLocaleString("en") + " runs";
       table.setAttribute("aria-busy", "false");
+    }
+
+    function draw(records) {
+      var positions = sort ? orders[sort.name].positions : [];
+      // An order that did not load (or is not this data's) leaves the listing's own order.
+      var ordered = positions.length === records.length ? positions.map(function (p) { return records[p]; }) : records;
+      var inScope = scope.length === 2 ? ordered.filter(function (r) { return r[scope[0]] === scope[1]; }) : ordered;
+      var matches = matcher(search ? search.value : "");
+      var shown = inScope.filter(function (record) {
+        return matches(record) && selects.every(function (select) { return !select.value || record[select.name] === select.value; });
+      });
+      drawRows(shown, shown.length, inScope.length);
+    }
+
+    /* Whether the listing shows every run of the site in one screen: its first sort needs no chunk. */
+    function wholeFirstScreen() {
+      return scope.length !== 2 && limit === screen && !(search && search.value.trim()) && selects.every(function (select) { return !select.value; });
     }
 
     function update() {
       table.setAttribute("aria-busy", "true");
+      if (sort && !orders[sort.name]) { loadOrder(sort.url, sort.name, update); return; }
+      if (sort && load.records === undefined && orders[sort.name].first.length && wholeFirstScreen()) {
+        drawRows(orders[sort.name].first, total, total);
+        // The rest, for the next step, once this screen is painted (parsing it would hold up the paint).
+        requestAnimationFrame(function () { setTimeout(function () { load(urls, function () {}); }, 0); });
+        return;
+      }
       load(urls, draw);
     }
 
@@ -153,7 +189,7 @@
         var ascending = current === "none" ? !columns[index].numeric : current !== "ascending";
         headers.forEach(function (other) { other.setAttribute("aria-sort", "none"); });
         th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
-        sort = { key: columns[index].key, numeric: columns[index].numeric, ascending: ascending };
+        sort = { name: columns[index].key + (ascending ? "-ascending" : "-descending"), url: columns[index].orders[ascending ? 0 : 1] };
         limit = screen;
         update();
       });
@@ -187,7 +223,7 @@
     }
   }
 
-  window.speedMatrixData = { load: load, matcher: matcher };
+  window.speedMatrixData = { load: load, matcher: matcher, scripts: scripts };
   document.addEventListener("DOMContentLoaded", function () {
     var table = document.getElementById("runs-table");
     if (table) listing(table, document.getElementById("filters"));

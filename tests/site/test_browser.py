@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sitegen.build import build_site
-from tests.builders import ROOT, block_offsite, serve_folder
+from tests.builders import ROOT, add_synthesized_runs, block_offsite, serve_folder
 
 pytestmark = pytest.mark.browser
 
@@ -172,15 +172,9 @@ def large_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     content = tmp_path_factory.mktemp("large") / "content"
     shutil.copytree(ROOT / "content", content)
-    bases = [json.loads(p.read_text()) for p in sorted((content / "runs").glob("*.json"))]
-    for i in range(LARGE_RUNS - len(bases)):
-        bundle = json.loads(json.dumps(bases[i % len(bases)]))
-        bundle.update(id=f"run-{i:02d}", model=f"{('Alpha', 'Beta', 'Gamma')[i % 3]}-{i // 3}B", measured_at=f"2026-08-{i + 1:02d}T10:00:00Z")
-        bundle["hardware"]["gpu"] = GPUS[i // 2 % len(GPUS)]
-        for cell in bundle["decode"]:
-            if cell.get("total_tok_s") is not None:
-                cell["total_tok_s"] = round(cell["total_tok_s"] * (1 + i / 7), 1)
-        (content / "runs" / f"run-{i:02d}.json").write_text(json.dumps(bundle))
+    add_synthesized_runs(content, LARGE_RUNS - len(list((content / "runs").glob("*.json"))),
+                         model=lambda i: f"{('Alpha', 'Beta', 'Gamma')[i % 3]}-{i // 3}B", speedup=lambda i: 1 + i / 7,
+                         gpu=lambda i: GPUS[i // 2 % len(GPUS)])
     out = tmp_path_factory.mktemp("large-built") / "site"
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(index_view, "FIRST_SCREEN", 5)
@@ -214,6 +208,7 @@ def test_a_large_index_shows_its_first_screen_and_sorts_every_run_after_loading_
     peaks = [float(v) for v in _column(page, 8)]
     every = sorted((r["peak_tok_s"] for r in _runs(large_site)), reverse=True)
     assert peaks == every[:5], "the biggest of all 23 runs, not of the 5 first shown"
+    page.wait_for_function("() => window.speedMatrixData.load.records !== undefined")  # loaded after the first screen is drawn
     assert sorted(asked) == [f"runs-{i}.js" for i in range(6)]
     page.click("#runs-more")
     assert [float(v) for v in _column(page, 8)] == every[:10]

@@ -16,6 +16,7 @@ from sitegen.capacity import (
     check_target,
     json_records,
     preset_rows,
+    ranked_run,
     ranking,
 )
 from sitegen.importers.registry import import_file
@@ -102,12 +103,12 @@ def test_index_ranks_runs_by_capacity_at_a_chosen_context_and_target(page, site_
     ids = lambda: page.eval_on_selector_all("#ranking-table tbody tr", "rows => rows.map(r => r.getAttribute('data-id'))")  # noqa: E731
     built = ids()
     reasons: set[str | None] = set()
-    assert built == [r.id for r in ranking(seed_bundles, 8192, CHAT.target)]
+    assert built == [r.id for r in ranking([ranked_run(b) for b in seed_bundles], 8192, CHAT.target)]
     assert page.locator("#ranking-form").is_visible()
     for context, ttft, per_user in ((8192, 500, 50), (32768, 2000, 30), (1043456, 10_000, 1), (65536, 300, 100)):
         page.select_option("#ranking-form [name=context]", str(context))
         _fill(page, "#ranking-form", {"ttft_ms": ttft, "min_tok_s_per_user": per_user})
-        want = ranking(seed_bundles, context, check_target(ttft, per_user, None))
+        want = ranking([ranked_run(b) for b in seed_bundles], context, check_target(ttft, per_user, None))
         assert ids() == [r.id for r in want]
         reasons.update(r.reason for r in want)
         cells = [row[2:] for row in _rows(page, "#ranking-table")]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sitegen import build, catalog
+from sitegen import catalog, parallel, run_pages
 from sitegen.build import build_site
 from sitegen.errors import InputErrors
 from tests.builders import ROOT
@@ -60,8 +60,8 @@ def test_every_bad_file_and_a_reused_id_are_reported_even_from_the_cache(tmp_pat
 def test_rendering_in_worker_processes_gives_the_same_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     content = _content(tmp_path)
     build_site(content, tmp_path / "alone", jobs=1)
-    monkeypatch.setattr(build, "PARALLEL_MIN", 1)
-    monkeypatch.setattr(build, "WORKER_CHUNK", 1)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(run_pages, "WORKER_CHUNK", 1)
     build_site(content, tmp_path / "workers", jobs=2)
     tree = lambda root: {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}  # noqa: E731
     alone, workers = tree(tmp_path / "alone"), tree(tmp_path / "workers")

@@ -1,0 +1,50 @@
+"""What every page of a build shares: the site's small records of its runs, and the one Jinja context.
+
+Each page is written through `write_page`, which hands the template the values every page
+reads (`nav_pages`, and `urls`, the links relative to that page) beside the page's own view.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jinja2
+import msgspec
+
+from sitegen.catalog import RunEntry
+from sitegen.staging import Stage
+from sitegen.summary import RunSummary
+from sitegen.urls import Page
+
+
+class Site(msgspec.Struct, kw_only=True):
+    """What a build knows of every run (small records, not bundles), shared by the page writers."""
+
+    runs: Path
+    entries: list[RunEntry]
+    pages: list
+    pairs: list[tuple[RunEntry, RunEntry, str]]
+    env: jinja2.Environment
+    code: str
+    shared_key: str = ""
+
+    @property
+    def summaries(self) -> list[RunSummary]:
+        return [e.summary for e in self.entries]
+
+    def context(self, page: Page) -> dict:
+        """Template values every page shares: the navigation and the links from `page`."""
+        return {"nav_pages": self.pages, "urls": page.urls}
+
+    @property
+    def context_key(self) -> str:
+        """What of the shared values an output's key must cover (computed once: every output asks)."""
+        if not self.shared_key:
+            self.shared_key = json.dumps([(p.slug, p.title) for p in self.pages])
+        return self.shared_key
+
+
+def write_page(stage: Stage, site: Site, template: str, target: Page, **view: object) -> None:
+    """Render `template` with the shared context and the page's own view into the target page's file."""
+    stage.write(target.file, site.env.get_template(template).render(**site.context(target), **view))

@@ -1,0 +1,102 @@
+"""The listing pages: the index, one page per model and per GPU, and the compare picker, with the
+data chunks they share.
+
+Each listing renders its first screen of rows (index_view); its script loads the chunks to
+search, filter and sort every run. A model or GPU page is rendered again only when its runs changed.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from sitegen import charts
+from sitegen.cache import digest
+from sitegen.context import Site, write_page
+from sitegen.index_view import (
+    COLUMNS,
+    chunk_scripts,
+    chunk_urls,
+    facets,
+    first_screen,
+    newest_first,
+    sort_scripts,
+    sort_urls,
+)
+from sitegen.staging import Publication, Stage
+from sitegen.summary import RunSummary
+from sitegen.urls import HOME, PICKER, RANKING_DIR, Page, gpu_dir, model_dir
+
+
+class Link(msgspec.Struct, frozen=True):
+    href: str
+    text: str
+
+
+def plural(count: int, noun: str) -> str:
+    """"1 run", "2 runs"."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def lead(summaries: list[RunSummary]) -> str:
+    """The sentence under a listing's heading: how many runs, models and GPU types it holds."""
+    models = len({s.model_slug for s in summaries})
+    gpus = len({s.gpu_slug for s in summaries if s.gpu_slug})
+    return f"{plural(len(summaries), 'run')} of {plural(models, 'model')} on {plural(gpus, 'GPU type')}. Click a column to sort; every figure links to its full matrix."
+
+
+def groups(summaries: list[RunSummary], key) -> dict[str, tuple[str, list[RunSummary]]]:
+    """Summaries grouped by (slug, display name), sorted by slug."""
+    found: dict[str, tuple[str, list[RunSummary]]] = {}
+    for summary in summaries:
+        group = key(summary)
+        if group:
+            found.setdefault(group[0], (group[1], []))[1].append(summary)
+    return dict(sorted(found.items()))
+
+
+def index_figure(site: Site) -> dict[str, str | None]:
+    """The index chart and its caption: every cell of every run while there are few runs, else a
+    frontier line per GPU type, whose size grows with GPU types, not with runs."""
+    if not site.entries:
+        return {"figure": None, "figure_caption": ""}
+    if len(site.entries) <= charts.MAX_RUN_TRACES:
+        figure = charts.index_figure([e.bundle(site.runs) for e in site.entries])
+        caption = "Every measured decode cell of every run; the line marks the frontier: the most tok/s per GPU at each speed a user sees."
+    else:
+        figure = charts.frontier_figure([(e.title, e.summary.gpu, e.frontier) for e in site.entries])
+        caption = ("For each GPU type, the frontier of its runs: the most tok/s per GPU at each speed a user sees; "
+                   "the dotted line is the frontier over all of them. Hover a point for its run and cell.")
+    return {"figure": charts.figure_script_json(figure), "figure_caption": caption}
+
+
+def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
+    """The index, the model and GPU pages, the compare picker and their data chunks."""
+    ordered = newest_first(site.summaries)
+    records = {e.id: e.record for e in site.entries}
+    listed = [records[s.id] for s in ordered]
+    chunks = chunk_scripts(listed)
+    for path, script in chunks + sort_scripts(listed):
+        stage.write(path, script)
+    models = groups(ordered, lambda s: (s.model_slug, s.model))
+    gpus = groups(ordered, lambda s: (s.gpu_slug, s.gpu) if s.gpu_slug else None)
+    urls = HOME.urls
+    links = [
+        {"label": "Models", "entries": [Link(urls.model(slug), name) for slug, (name, _) in models.items()]},
+        {"label": "GPUs", "entries": [Link(urls.gpu(slug), name) for slug, (name, _) in gpus.items()]},
+        {"label": "Capacity", "entries": [Link(urls.to(RANKING_DIR), "Rank runs by capacity at your targets")]},
+    ]
+    write_page(stage, site, "index.html", HOME,
+               heading="Speed test matrices", lead=lead(ordered), rows=first_screen(ordered), total=len(ordered),
+               chunks=chunk_urls(urls, len(chunks)), sorts=sort_urls(urls), scope="", columns=COLUMNS, facets=facets(ordered), links=links,
+               compare_url=urls.to(PICKER.path), unplotted=[s.model for s in ordered if s.gpu_count is None], **index_figure(site))
+    for kind, field, found, folder_of in (("Model", "model_slug", models, model_dir), ("GPU", "gpu_slug", gpus, gpu_dir)):
+        for slug, (name, members) in found.items():
+            page = Page(folder_of(slug))
+            key = digest(site.code, site.context_key, name, msgspec.json.encode(members), str(len(chunks)))
+            if plan.unchanged(page.path, key):
+                continue
+            write_page(stage, site, "index.html", page,
+                       heading=f"{name}", lead=f"{kind}: every run of {name}. {lead(members)}", rows=first_screen(members),
+                       total=len(members), chunks=chunk_urls(page.urls, len(chunks)), sorts=sort_urls(page.urls), scope=f"{field}:{slug}", columns=COLUMNS,
+                       facets=[], links=[], compare_url=None, unplotted=[], figure=None, figure_caption="")
+    write_page(stage, site, "picker.html", PICKER, total=len(ordered), chunks=chunk_urls(PICKER.urls, len(chunks)))

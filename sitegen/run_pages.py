@@ -1,0 +1,140 @@
+"""Run folders and comparison pages: planned from what changed, rendered one bundle at a time, in
+forked workers (one per core, sitegen.parallel) when there are enough of them.
+
+Memory stays bounded whatever the number of runs: a renderer keeps only its last few bundles,
+their views and their rendered decode sections, since a run's comparisons follow its page.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import OrderedDict
+from pathlib import Path
+
+from markupsafe import Markup
+
+from runner.bundle.schema import Bundle, encode_bundle
+from sitegen import charts, compare, exports, runview
+from sitegen.cache import digest
+from sitegen.capacity import capacity_view
+from sitegen.catalog import RunEntry
+from sitegen.compare_view import compare_page, picker_script
+from sitegen.context import Site, write_page
+from sitegen.loader import load_bundle
+from sitegen.parallel import fork_map
+from sitegen.progress import Progress
+from sitegen.render import render_run_page
+from sitegen.staging import Publication, Stage
+from sitegen.tail_view import tail_view
+from sitegen.text_page import render_text
+from sitegen.urls import Page, compare_file, run_dir
+
+WORKER_CHUNK = 64  # render tasks a worker takes at a time; consecutive tasks share bundles
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+# A page to render: ("run", bundle path, partners) or ("compare", baseline path, other path, reason).
+Task = tuple
+
+
+def _partners(pairs: list[tuple[RunEntry, RunEntry, str]]) -> dict[str, list[tuple[str, str, str]]]:
+    """For each run, its comparison pages as (slug, other run's title, reason)."""
+    found: dict[str, list[tuple[str, str, str]]] = {}
+    for a, b, why in pairs:
+        slug = compare.compare_slug(a, b)
+        found.setdefault(a.id, []).append((slug, b.title, why))
+        found.setdefault(b.id, []).append((slug, a.title, why))
+    return found
+
+
+def plan_pages(site: Site, plan: Publication) -> list[Task]:
+    """The run folders and comparison pages whose inputs changed.
+
+    Runs come by model, then date, each followed by the comparisons it is the baseline of: a
+    run's partners are mostly its model's runs nearest in time, so a worker taking tasks in
+    order finds both bundles of a comparison among those it has just read.
+    """
+    partners = _partners(site.pairs)
+    baseline_of: dict[str, list[tuple[RunEntry, RunEntry, str]]] = {}
+    for pair in site.pairs:
+        baseline_of.setdefault(pair[0].id, []).append(pair)
+    tasks: list[Task] = []
+    for entry in sorted(site.entries, key=lambda e: (e.keys.model, e.measured_at or _EPOCH, e.id)):
+        mine = partners.get(entry.id, [])
+        key = digest(site.code, entry.fingerprint, site.context_key, json.dumps(mine))
+        if not plan.unchanged(run_dir(entry.id), key):
+            tasks.append(("run", str(site.runs / entry.name), mine))
+        for a, b, why in baseline_of.get(entry.id, []):
+            key = digest(site.code, a.fingerprint, b.fingerprint, why, site.context_key)
+            if not plan.unchanged(compare_file(compare.compare_slug(a, b)), key):
+                tasks.append(("compare", str(site.runs / a.name), str(site.runs / b.name), why))
+    return tasks
+
+
+class Renderer:
+    """Renders run folders and comparison pages into the stage, in this process or a worker."""
+
+    KEEP = 64
+
+    def __init__(self, site: Site, stage: Stage) -> None:
+        self.site = site
+        self.stage = stage
+        self.loaded: OrderedDict[str, tuple[Bundle, runview.RunView, dict[bool, Markup]]] = OrderedDict()
+
+    def render(self, task: Task) -> list[str]:
+        """Render one task into the stage; returns the site paths it wrote, for the caller to record
+        (a worker's stage is its own copy)."""
+        before = len(self.stage.written)
+        if task[0] == "run":
+            self.run(*task[1:])
+        else:
+            self.compare(*task[1:])
+        written = self.stage.written[before:]
+        del self.stage.written[before:]
+        return written
+
+    def load(self, path: str) -> tuple[Bundle, runview.RunView, dict[bool, Markup]]:
+        """A bundle, its view and its decode sections by compactness, read once while recent."""
+        if path in self.loaded:
+            self.loaded.move_to_end(path)
+        else:
+            bundle = load_bundle(Path(path))
+            self.loaded[path] = (bundle, runview.run_view(bundle), {})
+            if len(self.loaded) > self.KEEP:
+                self.loaded.popitem(last=False)
+        return self.loaded[path]
+
+    def decode_block(self, path: str, compact: bool = False) -> Markup:
+        """A run's rendered Sustained decode section (`_decode.html`); `compact` leaves out the
+        TTFT lines so two matrices fit side by side."""
+        _, view, blocks = self.load(path)
+        if compact not in blocks:
+            blocks[compact] = Markup(self.site.env.get_template("_decode.html").render(view=view, compact=compact))
+        return blocks[compact]
+
+    def run(self, path: str, partners: list) -> None:
+        """A run's folder: the page, its plain text, bundle.json, measurements.csv and picker data."""
+        bundle, view, _ = self.load(path)
+        page = Page(run_dir(bundle.id))
+        figures = {name: charts.figure_script_json(fig) for name, fig in charts.run_figures(bundle).items()}
+        context = {**self.site.context(page), "partners": partners, "figures": figures, "decode_block": self.decode_block(path),
+                   "capacity": capacity_view(bundle), "tail": tail_view(bundle)}
+        self.stage.write(page.file, render_run_page(self.site.env, bundle, view, context))
+        self.stage.write(page.path + "index.txt", render_text(view))
+        self.stage.write(page.path + "bundle.json", encode_bundle(bundle))
+        self.stage.write(page.path + "measurements.csv", exports.measurements_csv(bundle))
+        self.stage.write(page.path + "picker.js", picker_script(bundle, view))
+
+    def compare(self, path_a: str, path_b: str, why: str) -> None:
+        """A build-time comparison page: both matrices, the ratio matrix and what differs."""
+        (a, view_a, _), (b, view_b, _) = self.load(path_a), self.load(path_b)
+        blocks = (self.decode_block(path_a, compact=True), self.decode_block(path_b, compact=True))
+        write_page(self.stage, self.site, "compare.html", Page(compare_file(compare.compare_slug(a, b))),
+                   **compare_page(a, b, why, (view_a, view_b), blocks))
+
+
+def render_pages(stage: Stage, renderer: Renderer, tasks: list[Task], jobs: int, progress: Progress) -> None:
+    """Render every task, across `jobs` forked processes when there are enough of them."""
+    for written in fork_map(renderer.render, tasks, jobs, WORKER_CHUNK, ordered=False):
+        stage.written += written
+        progress.advance()

@@ -1,0 +1,125 @@
+"""Listings of a large site: sort orders the build computes, so a first sort draws from one small
+file before any data chunk arrives, and the capacity ranking page's first screen as HTML, with a
+reader's own targets ranking every run from chunks loaded on demand."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from sitegen import capacity, index_view
+from sitegen.build import build_site
+from sitegen.capacity import check_target, ranked_run, ranking
+from sitegen.index_view import RunRecord, ordering
+from sitegen.loader import load_bundle
+from tests.builders import ROOT, add_synthesized_runs, serve_folder
+
+RUNS = 14
+
+
+def _record(position: int, peak: float | str, model: str) -> RunRecord:
+    return RunRecord(id=f"r{position}", model=model, model_slug=model.lower(), gpu="", gpu_slug="", engine="vllm",
+                     cells={"peak": ["x", peak] if peak != "" else ["—"], "model": [model, model]})
+
+
+def test_an_order_puts_runs_without_the_figure_last_either_way_and_keeps_ties_in_listing_order() -> None:
+    records = [_record(0, 5.0, "b"), _record(1, "", "B"), _record(2, 9.5, "a"), _record(3, 5.0, "C"), _record(4, 1, "a")]
+    assert ordering(records, "peak", ascending=False) == [2, 0, 3, 4, 1]
+    assert ordering(records, "peak", ascending=True) == [4, 0, 3, 2, 1]
+    assert ordering(records, "model", ascending=True) == [2, 4, 0, 1, 3], "text by its case-folded form, ties in order"
+    assert ordering(records, "model", ascending=False) == [3, 0, 1, 2, 4]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """RUNS runs on top of the committed three; listings show 4 rows and keep 5 runs a chunk, the ranking 4 and 5."""
+    content = tmp_path_factory.mktemp("large") / "content"
+    shutil.copytree(ROOT / "content", content)
+    add_synthesized_runs(content, RUNS, model=lambda i: f"{('alpha', 'Beta', 'gamma')[i % 3]}-{i}B",
+                         speedup=lambda i: 1 + (i * 5 % 7) / 7)
+    out = tmp_path_factory.mktemp("large-built") / "site"
+    with pytest.MonkeyPatch.context() as patch:
+        for module, name, value in ((index_view, "FIRST_SCREEN", 4), (index_view, "CHUNK_RUNS", 5),
+                                    (capacity, "RANKING_SCREEN", 4), (capacity, "RANKING_CHUNK", 5)):
+            patch.setattr(module, name, value)
+        build_site(content, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(site: Path) -> Iterator[str]:
+    yield from serve_folder(site)
+
+
+def _runs(site: Path) -> list[dict]:
+    return json.loads((site / "runs.json").read_text())
+
+
+def _column(page, index: int) -> list[str]:
+    page.wait_for_selector("#runs-table:not([aria-busy=true])", state="attached")
+    return page.eval_on_selector_all("#runs-table tbody tr", f"rows => rows.map(r => r.cells[{index}].getAttribute('data-value'))")
+
+
+def test_the_build_writes_each_columns_orders_with_their_first_screen(site: Path) -> None:
+    script = (site / "data" / "sort-peak-descending.js").read_text()
+    name, positions, first = json.loads("[" + script.removeprefix("window.speedMatrixSort(").removesuffix(");\n") + "]")
+    runs = {r["id"]: r for r in _runs(site)}
+    listed = [runs[r["id"]] for r in first]
+    assert name == "peak-descending" and sorted(positions) == list(range(RUNS + 3)) and len(first) == 4
+    assert [r["peak_tok_s"] for r in listed] == sorted((r["peak_tok_s"] for r in runs.values()), reverse=True)[:4]
+    assert all(msgspec.json.decode(json.dumps(r).encode(), type=RunRecord) for r in first)
+
+
+@pytest.mark.browser
+def test_a_first_sort_draws_from_its_order_alone_and_later_steps_use_every_run(page, site: Path, server: str) -> None:
+    held: list[object] = []
+    page.route("**/data/runs-*.js", lambda route: held.append(route))  # the chunks do not arrive yet
+    page.goto(server + "index.html")
+    page.click("#runs-table thead th[data-key=peak] button")
+    every = sorted((r["peak_tok_s"] for r in _runs(site)), reverse=True)
+    assert [float(v) for v in _column(page, 8)] == every[:4], "the biggest of all runs, with no chunk loaded"
+    assert page.text_content("#runs-more") == f"Show 4 more of {RUNS + 3}"
+    for route in held:
+        route.continue_()
+    page.unroute("**/data/runs-*.js")
+    page.wait_for_function("() => window.speedMatrixData.load.records !== undefined")
+    page.click("#runs-more")
+    assert [float(v) for v in _column(page, 8)] == every[:8]
+    page.click("#runs-table thead th[data-key=model] button")
+    models = [r["model"] for r in sorted(_runs(site), key=lambda r: r["model"].casefold())]
+    assert _column(page, 1) == models[:4] and page.console_errors == []
+
+
+def _bundles(site: Path) -> list:
+    """The site's runs, as the build read them (its bundle.json copies)."""
+    return [load_bundle(p) for p in sorted(site.glob("runs/*/bundle.json"))]
+
+
+def test_the_ranking_page_renders_one_screen_and_keeps_the_runs_in_chunks(site: Path) -> None:
+    html = (site / "capacity" / "index.html").read_text()
+    assert html.count("<tr data-id=") == 4 and f"The first 4 of {RUNS + 3} runs." in html
+    assert "speedMatrixRanking" not in html and 'id="ranking-data"' not in html
+    chunks = sorted(p.name for p in (site / "capacity").glob("runs-*.js"))
+    assert chunks == ["runs-0.js", "runs-1.js", "runs-2.js", "runs-3.js"]
+    assert 'data-chunks="runs-0.js runs-1.js runs-2.js runs-3.js"' in html.replace("../capacity/", "")
+
+
+@pytest.mark.browser
+def test_a_readers_target_ranks_every_run_from_the_chunks(page, site: Path, server: str) -> None:
+    asked: list[str] = []
+    page.on("request", lambda r: "/capacity/runs-" in r.url and asked.append(r.url.rsplit("/", 1)[1]))
+    page.goto(server + "capacity/index.html")
+    assert asked == [], "the first screen needs no data"
+    page.fill("#ranking-form [name=ttft_ms]", "2000")
+    page.fill("#ranking-form [name=min_tok_s_per_user]", "10")
+    page.dispatch_event("#ranking-form [name=min_tok_s_per_user]", "input")
+    context = int(page.input_value("#ranking-form [name=context]"))
+    want = [r.id for r in ranking([ranked_run(b) for b in _bundles(site)], context, check_target(2000, 10, None))][:4]
+    page.wait_for_function("want => Array.from(document.querySelectorAll('#ranking-table tbody tr')).map(r => r.getAttribute('data-id')).join() === want",
+                           arg=",".join(want))
+    assert sorted(asked) == ["runs-0.js", "runs-1.js", "runs-2.js", "runs-3.js"] and page.console_errors == []

@@ -1,0 +1,28 @@
+"""scrub checks each distinct string before walking a bundle's structs: its result is always the walk's own."""
+
+from __future__ import annotations
+
+import msgspec
+
+from runner.bundle.redact import REDACTED, redact_fields
+from runner.bundle.schema import decode_bundle
+from sitegen.loader import load_bundle, scrub
+from tests.builders import ROOT
+
+BUNDLE = sorted((ROOT / "content" / "runs").glob("*.json"))[0]
+
+
+def test_a_bundle_without_secrets_comes_back_as_it_is() -> None:
+    bundle = load_bundle(BUNDLE)
+    assert scrub(bundle) is bundle and redact_fields(bundle) == bundle
+
+
+def test_a_secret_anywhere_is_redacted_as_the_walk_redacts_it() -> None:
+    raw = msgspec.json.decode(BUNDLE.read_bytes())
+    raw["engine"]["version"] = "0.9 --api-key sk-live-0123456789abcdefXYZ"
+    raw["decode"][-1]["error"] = "HF_TOKEN=hf_abcdefghijklmnopqrstuvwx rejected"
+    bundle = decode_bundle(msgspec.json.encode(raw))
+    cleaned = scrub(bundle)
+    assert cleaned == redact_fields(bundle) and cleaned != bundle
+    text = msgspec.json.encode(cleaned).decode()
+    assert "sk-live" not in text and "hf_abcdef" not in text and text.count(REDACTED) >= 2
