@@ -80,10 +80,9 @@ def scrub(bundle: Bundle) -> Bundle:
 
     Bundles enter sitegen here and through the importers, so no page or download can
     publish a secret, whatever a bundle or an imported file carries. Most bundles hold no
-    secret: checking each distinct string once tells so in about a millisecond, where walking
-    the structs costs about 180 ms a bundle (msgspec.structs.fields evaluates every field's
-    annotation on each call). Any string redaction changes takes the full walk, so the result
-    is always redact_fields' own.
+    secret: checking each distinct string once, remembered across bundles, tells so in 0.18 ms,
+    where walking the structs costs 1.9 ms (medians over content/runs). Any string redaction
+    changes takes the full walk, so the result is always redact_fields' own.
     """
     if all(map(_clean, _strings(msgspec.to_builtins(bundle), set()))):
         return bundle

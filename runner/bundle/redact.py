@@ -81,12 +81,12 @@ def redact_fields(value: T, secrets: Iterable[str] = ()) -> T:
         return [redact_fields(item, secrets) for item in value]  # type: ignore[return-value]
     if isinstance(value, msgspec.Struct):
         changes = {}
-        for field in msgspec.structs.fields(value):
-            current = getattr(value, field.name)
+        for name in value.__struct_fields__:  # not structs.fields(): it evaluates every annotation, 20x slower
+            current = getattr(value, name)
             if isinstance(current, (str, list, msgspec.Struct)):
                 cleaned = redact_fields(current, secrets)
                 if cleaned != current:
-                    changes[field.name] = cleaned
+                    changes[name] = cleaned
         return msgspec.structs.replace(value, **changes) if changes else value
     return value
 

@@ -108,6 +108,9 @@ def test_index_ranks_runs_by_capacity_at_a_chosen_context_and_target(page, site_
     for context, ttft, per_user in ((8192, 500, 50), (32768, 2000, 30), (1043456, 10_000, 1), (65536, 300, 100)):
         page.select_option("#ranking-form [name=context]", str(context))
         _fill(page, "#ranking-form", {"ttft_ms": ttft, "min_tok_s_per_user": per_user})
+        # The first change loads the data chunks, so the table is redrawn after they arrive.
+        page.wait_for_function("text => document.getElementById('ranking-caption').textContent.includes(text)",
+                               arg=f"TTFT \u2264 {ttft:,} ms \u00b7 \u2265 {per_user:,} tok/s per user")
         want = ranking([ranked_run(b) for b in seed_bundles], context, check_target(ttft, per_user, None))
         assert ids() == [r.id for r in want]
         reasons.update(r.reason for r in want)
