@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from runner.bundle.error_lines import print_error
+from runner.bundle.overrides import METADATA_FLAGS, Metadata
 from runner.options import (
     DEFAULT_BASE_URL,
-    METADATA_FLAGS,
-    Metadata,
-    MetadataFlag,
+    ID_FLAG,
     OptionError,
     Options,
     parse_base_url,
@@ -26,10 +26,7 @@ from runner.plan import DEFAULT_CONTEXTS_TEXT, DEFAULT_PREFILL_TEXT
 if TYPE_CHECKING:
     from runner.progress import RunEvents
 
-_METADATA_FLAGS = (
-    MetadataFlag("--id", "id", str, "Bundle id (slug); default: model, GPU, engine and date."),
-    *METADATA_FLAGS,
-)
+_METADATA_FLAGS = (ID_FLAG, *METADATA_FLAGS)
 
 
 def _parsed_option(parser: Callable[[str], Any], item: Callable[[str], int] | None = None) -> Callable:
@@ -114,7 +111,7 @@ def _options(params: dict[str, Any]) -> Options:
 
 def _fail(message: str, status: int = 1) -> NoReturn:
     """End the program with one `error: …` line, the form sitegen's errors take too."""
-    click.echo(f"error: {message}", err=True)
+    print_error(message)
     sys.exit(status)
 
 

@@ -10,12 +10,13 @@ import sys
 import time
 from pathlib import Path
 
+from runner.bundle.files import write_bundle
 from runner.bundle.redact import redact
 from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
 from runner.cell import CellRunner
 from runner.client import Client, RequestFailed, Trace
 from runner.hardware import detect_gpus
-from runner.journal import Header, Journal, JournalError, journal_path, write_bundle
+from runner.journal import Header, Journal, JournalError, journal_path
 from runner.metadata import (
     CHUNK_COUNTING_NOTE,
     build_header,

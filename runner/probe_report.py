@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import os
 
+from runner.bundle.formats import context_label
 from runner.bundle.redact import redact
-from runner.bundle.schema import context_label
 from runner.client import Client
 from runner.hardware import detect_gpus
 from runner.measure import MeasureError, plan_for

@@ -9,6 +9,7 @@ import statistics
 
 import pytest
 
+from runner.bundle.ids import run_id
 from runner.bundle.redact import redact
 from runner.bundle.schema import Bundle, DecodeCell, Engine, PrefillPoint
 from runner.cell import decode_figures
@@ -17,7 +18,6 @@ from runner.hardware import marketed_gb
 from runner.journal import Header, Journal, JournalError, journal_path
 from runner.launch import parse_launch
 from runner.loops import LoopDetector
-from runner.metadata import slug
 from runner.metrics import (
     busy_requests,
     kv_capacity_tokens,
@@ -189,7 +189,7 @@ def test_llama_kv_unified_from_the_launch_command(command: str | None, unified: 
 
 
 def test_slug_and_server_root() -> None:
-    assert slug("Qwen3/Qwen3-8B", "H200 NVL", "vllm", "2026-09-03") == "qwen3-qwen3-8b-h200-nvl-vllm-2026-09-03"
+    assert run_id("Qwen3/Qwen3-8B", "H200 NVL", "vllm", "2026-09-03") == "qwen3-qwen3-8b-h200-nvl-vllm-2026-09-03"
     assert server_root("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000"
     assert server_root("https://h.example/api/v1/") == "https://h.example/api"
 

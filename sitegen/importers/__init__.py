@@ -87,9 +87,9 @@ def _import_json(path: Path, text: str, options: ImportOptions) -> Bundle | Swee
 
 def bundle_id_from(options: ImportOptions, *parts: str | None) -> str:
     """The id for an imported bundle: the --id option, else a slug of the parts."""
-    from sitegen.slug import slugify
+    from runner.bundle.ids import run_id
 
-    return options.id or slugify("-".join(p for p in parts if p))
+    return options.id or run_id(*parts)
 
 
 def validated(bundle: Bundle, path: Path) -> Bundle:
