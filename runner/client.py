@@ -16,15 +16,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import msgspec
 
+from runner.errors import LoopDetected, RequestFailed
 from runner.loops import LoopDetector
-
-
-class RequestFailed(Exception):
-    """A request could not be completed; str() is a one-line reason fit for a bundle."""
-
-
-class LoopDetected(Exception):
-    """A stream's text became an exact repetition (see runner.loops)."""
 
 
 class _Usage(msgspec.Struct):

@@ -16,12 +16,9 @@ from typing import BinaryIO
 import msgspec
 
 from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
+from runner.errors import JournalError
 from runner.plan import PlanSpec
 from runner.repeats import combine
-
-
-class JournalError(Exception):
-    """The journal cannot be used; str() is one line for the user."""
 
 
 class Header(msgspec.Struct, tag="header", tag_field="kind", kw_only=True):

@@ -22,9 +22,10 @@ from runner.bundle.schema import (
     decode_bundle,
     encode_bundle,
 )
+from runner.errors import OptionError
 from runner.hardware import GpuInfo, client_machine, local_os
 from runner.launch import parse_launch
-from runner.options import ID_FLAG, OptionError, Options
+from runner.options import ID_FLAG, Options
 from runner.probe import ServerFacts
 
 SIMULATOR_ENGINE = "speed-matrix simulator"

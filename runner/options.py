@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from runner.bundle.overrides import Metadata, MetadataFlag
+from runner.errors import OptionError
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -18,10 +19,6 @@ DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128)
 ID_FLAG = MetadataFlag("--id", "id", str, "Bundle id (slug); default: model, GPU, engine and date.")
 
 _TOKENS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
-
-
-class OptionError(ValueError):
-    """A user-supplied option is malformed; the message is one line for the terminal."""
 
 
 class Options(msgspec.Struct, kw_only=True):

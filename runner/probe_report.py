@@ -8,12 +8,12 @@ import os
 from runner.bundle.formats import context_label
 from runner.bundle.redact import redact
 from runner.client import Client
+from runner.errors import MeasureError, ServerError
 from runner.hardware import detect_gpus
-from runner.measure import MeasureError, plan_for
 from runner.metadata import build_header, is_local
 from runner.options import Options
-from runner.plan import decode_cells, estimate_seconds, over_capacity
-from runner.probe import ServerError, probe_server
+from runner.plan import decode_cells, estimate_seconds, over_capacity, plan_for
+from runner.probe import probe_server
 from runner.progress import duration_text
 
 

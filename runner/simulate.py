@@ -8,8 +8,9 @@ from pathlib import Path
 import msgspec
 
 from runner.bundle.error_lines import decode_parts, located
+from runner.errors import OptionError
 from runner.measure import measure
-from runner.options import OptionError, Options
+from runner.options import Options
 from runner.progress import RunEvents
 from runner.simulator import SimConfig, running_simulator
 from runner.simulator.config import decode_config

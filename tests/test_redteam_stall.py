@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.client import MAX_LINE_BYTES, Client, RequestFailed, Trace
+from runner.client import MAX_LINE_BYTES, Client, Trace
+from runner.errors import RequestFailed
 from tests.scripted_server import JSON, MODELS, chunk, every, scripted
 from tests.test_runner_faults import FAST, _bundle, _run
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from runner.bundle.schema import Bundle, decode_bundle
+from runner.errors import MeasureError
 from runner.journal import journal_path
-from runner.measure import MeasureError, measure
+from runner.measure import measure
 from runner.options import Options
 from runner.progress import Progress
 from runner.simulator import Faults, SimConfig, start_simulator

@@ -14,8 +14,9 @@ from runner.bundle.redact import redact
 from runner.bundle.schema import Bundle, DecodeCell, Engine, PrefillPoint
 from runner.cell import decode_figures
 from runner.client import Trace, server_root
+from runner.errors import JournalError, OptionError
 from runner.hardware import marketed_gb
-from runner.journal import Header, Journal, JournalError, journal_path
+from runner.journal import Header, Journal, journal_path
 from runner.launch import parse_launch
 from runner.loops import LoopDetector
 from runner.metrics import (
@@ -24,7 +25,7 @@ from runner.metrics import (
     parse_prometheus,
     queue_length,
 )
-from runner.options import OptionError, parse_list, parse_tokens
+from runner.options import parse_list, parse_tokens
 from runner.plan import (
     PlanSpec,
     default_contexts,
