@@ -147,9 +147,9 @@ def main() -> None:
 @_server_options()
 def probe(**params: Any) -> None:
     """Print what would be recorded and the planned matrix, without measuring."""
-    from runner.probe_report import probe_report
+    from runner.run_preview import run_preview
 
-    click.echo(_run(lambda: probe_report(_options(params))))
+    click.echo(_run(lambda: run_preview(_options(params))))
 
 
 @main.command()

@@ -40,15 +40,15 @@ from runner.plan import (
     over_capacity,
     plan_for,
 )
-from runner.probe import (
+from runner.progress import RunEvents, item_label, reporter_for, reporting
+from runner.prompts import PromptMaker, request_body
+from runner.server_facts import (
     ServerFacts,
     busy_requests,
     probe_server,
     scrape,
     wait_ready,
 )
-from runner.progress import RunEvents, item_label, reporter_for, reporting
-from runner.prompts import PromptMaker, request_body
 
 DEFAULT_RUNS_DIR = Path("content/runs")
 # Before a cold prefill, wait up to SETTLE_S for streams the last cell cut off to drain from the

@@ -26,7 +26,7 @@ from runner.errors import OptionError
 from runner.hardware import GpuInfo, client_machine, local_os
 from runner.launch import parse_launch
 from runner.options import ID_FLAG, Options
-from runner.probe import ServerFacts
+from runner.server_facts import ServerFacts
 
 SIMULATOR_ENGINE = "speed-matrix simulator"
 SIMULATED_ORIGIN = "runner (simulated)"

@@ -12,7 +12,7 @@ from runner.errors import MeasureError
 
 if TYPE_CHECKING:
     from runner.options import Options
-    from runner.probe import ServerFacts
+    from runner.server_facts import ServerFacts
 
 MIN_DEFAULT_CONTEXT = 8192
 HEADROOM_TOKENS = 1024

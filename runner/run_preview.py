@@ -13,11 +13,11 @@ from runner.hardware import detect_gpus
 from runner.metadata import build_header, is_local
 from runner.options import Options
 from runner.plan import decode_cells, estimate_seconds, over_capacity, plan_for
-from runner.probe import probe_server
 from runner.progress import duration_text
+from runner.server_facts import probe_server
 
 
-async def probe_report(options: Options) -> str:
+async def run_preview(options: Options) -> str:
     """Probe the server and describe the run that `runner measure` would make."""
     api_key = os.environ.get(options.api_key_env) or None
     client = Client(options.base_url, api_key, options.stall_timeout)
