@@ -8,6 +8,7 @@ from pathlib import Path
 import msgspec
 
 from runner.bundle.error_lines import decode_parts, located
+from runner.bundle.files import Unreadable, read_input
 from runner.errors import OptionError
 from runner.measure import measure
 from runner.options import Options
@@ -20,12 +21,10 @@ def load_sim_config(path: Path | None) -> SimConfig:
     """Simulator settings from a JSON file, or the defaults; raises OptionError naming file and field."""
     if path is None:
         return SimConfig()
-    if not path.is_file():  # a FIFO would block the read forever
-        raise OptionError(f"{path}: cannot read: not a regular file")
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise OptionError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        data = read_input(path)
+    except Unreadable as exc:
+        raise OptionError(located(path, None, str(exc))) from None
     try:
         config = decode_config(data)
     except msgspec.DecodeError as exc:  # a ValidationError too

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from runner.bundle import files
 from runner.bundle.error_lines import decode_parts, validation_parts
 from runner.bundle.redact import redact_fields
 from runner.bundle.schema import Bundle, decode_bundle
@@ -55,14 +56,11 @@ def scrub(bundle: Bundle) -> Bundle:
 
 
 def read_input(path: Path) -> bytes:
-    """The bytes of an input file; a FIFO, device or folder is refused without being opened (it could block forever)."""
+    """The bytes of an input file, or an InputError naming it (runner/bundle/files.py reads it)."""
     try:
-        if not path.is_file():
-            kind = "a folder" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
-            raise InputError(path, None, f"cannot read: {kind}")
-        return path.read_bytes()
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror}") from None
+        return files.read_input(path)
+    except files.Unreadable as exc:
+        raise InputError(path, None, str(exc)) from None
 
 
 def load_bundle(path: Path) -> Bundle:

@@ -1,4 +1,8 @@
-"""Writing bundles to disk: whole or not at all, by the runner after every cell and by `sitegen import`."""
+"""Files in and out: input read without blocking on a FIFO, bundles written whole or not at all.
+
+The runner writes its bundle after every cell and `sitegen import` writes what it imports, both
+through write_bundle; a simulator config, a bundle and an imported file are read by read_input.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,21 @@ import tempfile
 from pathlib import Path
 
 from runner.bundle.schema import Bundle, encode_bundle
+
+
+class Unreadable(Exception):
+    """An input file cannot be read; str() is the one-line reason ("cannot read: a folder")."""
+
+
+def read_input(path: Path) -> bytes:
+    """The bytes of an input file; a FIFO, device or folder is refused without being opened (it could block forever)."""
+    try:
+        if not path.is_file():
+            kind = "a folder" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
+            raise Unreadable(f"cannot read: {kind}")
+        return path.read_bytes()
+    except OSError as exc:
+        raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
 
 
 def write_atomic(path: Path, data: bytes) -> None:
