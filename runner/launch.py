@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from runner.bundle.launch import launch_words
+from runner.bundle.launch_words import launch_words
 
 
 class LaunchFacts(msgspec.Struct, kw_only=True):

@@ -9,7 +9,7 @@ from typing import Protocol, TypeVar
 
 import msgspec
 
-from runner.bundle.launch import launch_words
+from runner.bundle.launch_words import launch_words
 from runner.bundle.schema import Bundle
 from sitegen.runview import sections
 from sitegen.slug import slugify

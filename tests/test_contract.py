@@ -12,7 +12,7 @@ import pytest
 
 from runner.bundle.files import Unreadable, read_input, write_atomic, write_bundle
 from runner.bundle.ids import RUN_ID_MAX, is_run_id, run_id
-from runner.bundle.launch import launch_words
+from runner.bundle.launch_words import launch_words
 from runner.bundle.schema import Bundle, Engine, decode_bundle
 from runner.errors import OptionError
 from runner.metadata import build_header
