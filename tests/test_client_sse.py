@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Iterator
 
 import pytest
 
 from runner.client import Client, Trace
 from runner.errors import RequestFailed
-from tests.scripted_server import JSON, scripted
+from tests.scripted_server import JSON, Answer, scripted
 
 BODY = {"model": "scripted", "prompt": "hi", "max_tokens": 8, "stream": True}
 
@@ -21,7 +22,7 @@ def event(text: str, finish: str | None = None, end: str = "\n") -> bytes:
     return f"data: {data}{end}{end}".encode()
 
 
-def _stream(answer: object) -> Trace:
+def _stream(answer: Answer) -> Trace:
     async def request() -> Trace:
         client = Client(server.base_url, None, 5.0)
         try:
@@ -35,7 +36,7 @@ def _stream(answer: object) -> Trace:
 
 @pytest.mark.parametrize("end", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
 def test_events_are_read_whatever_the_line_ending(end: str) -> None:
-    def stream():
+    def stream() -> Iterator[bytes]:
         yield f": keepalive{end}{end}event: message{end}id: 1{end}".encode()
         for text in "abc":
             piece = event(text, end=end)
