@@ -71,7 +71,7 @@ def item_label(context: int, concurrency: int | None) -> str:
     """An item as the runner names it: "prefill 8K", "decode 8K × 4"."""
     if concurrency is None:
         return f"prefill {context_label(context)}"
-    return f"decode {context_label(context)} × {concurrency}"
+    return f"decode {formats.cell_label(context, concurrency)}"
 
 
 def summary_line(item: PrefillPoint | DecodeCell) -> str:

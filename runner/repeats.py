@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 from msgspec import UNSET
 
-from runner.bundle.display import VALUED
+from runner.bundle.display import has_value
 from runner.bundle.schema import DecodeCell
 
 RATES = ("total_tok_s", "per_request_tok_s", "ttft_ms", "tbt_ms", "avg_active", "measured_s")
@@ -39,7 +39,7 @@ def combine(repeats: Sequence[DecodeCell]) -> DecodeCell:
     repeat kept beside it. Counts take the lower middle value, so they stay whole.
     """
     kept = list(repeats)
-    valued = [r for r in kept if r.status in VALUED and r.total_tok_s is not None]
+    valued = [r for r in kept if has_value(r)]
     if not valued:
         return msgspec.structs.replace(kept[0], repeats=kept)
     figures: dict[str, object] = {name: _median(valued, name, statistics.median, None) for name in RATES}

@@ -445,7 +445,7 @@ def write_downloads(stage: Stage, site: Site, plan: Publication) -> None:
     by_id = {e.id: e for e in site.entries}
     feed_runs = [by_id[s.id] for s in newest_first(site.summaries)[:FEED_RUNS]]
     if not plan.unchanged("feed.xml", digest(site.code, newest.isoformat(), *(e.fingerprint for e in feed_runs))):
-        stage.write("feed.xml", exports.atom_feed([e.bundle(site.runs) for e in feed_runs], None, newest))
+        stage.write("feed.xml", exports.atom_feed([e.bundle(site.runs) for e in feed_runs], newest))
 
 
 def copy_static(stage: Stage, static: Path) -> None:

@@ -14,10 +14,11 @@ import html
 import json
 from typing import Any, NamedTuple
 
-from runner.bundle.formats import context_label
+from runner.bundle.display import prefill_has_value
+from runner.bundle.formats import cell_label, context_label
 from runner.bundle.schema import Bundle, DecodeCell
 from sitegen.runview import title
-from sitegen.summary import per_gpu, prefill_has_value, valued_cells
+from sitegen.summary import per_gpu, valued_cells
 
 Figure = dict[str, Any]
 
@@ -181,7 +182,7 @@ def run_points(bundle: Bundle) -> list[Point]:
     for cell in valued_cells(bundle):
         y = per_gpu(cell.total_tok_s, bundle.hardware.gpu_count)
         if y is not None and cell.per_request_tok_s is not None:
-            where = f"{context_label(cell.context_tokens)} × {cell.concurrency}"
+            where = cell_label(cell.context_tokens, cell.concurrency)
             points.append(Point(r1(cell.per_request_tok_s), r1(y), where))
     return points
 

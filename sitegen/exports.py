@@ -15,11 +15,12 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from runner.bundle.formats import context_label, tok_s
+from runner.bundle.display import status_slug
+from runner.bundle.formats import cell_label, tok_s
 from runner.bundle.schema import STATUSES, Bundle, DecodeCell, PrefillPoint
 from sitegen.runview import sorted_decode, sorted_prefill, summary_engine, title
 from sitegen.summary import RunSummary, peak_cell
-from sitegen.urls import Urls, run_dir
+from sitegen.urls import Urls
 
 MEASUREMENT_COLUMNS = (
     "phase", "context_tokens", "concurrency", "status", "total_tok_s", "per_request_tok_s", "ttft_ms",
@@ -79,30 +80,31 @@ def measurements_csv(bundle: Bundle) -> str:
     return csv_text(MEASUREMENT_COLUMNS, rows)
 
 
-def summary_record(summary: RunSummary, urls: Urls) -> dict[str, object]:
-    """A summary as a flat-ish dict plus relative links to its run page and bundle."""
-    record = msgspec.structs.asdict(summary)
-    record["url"] = urls.run(summary.id)
-    record["bundle_url"] = urls.run_file(summary.id, "bundle.json")
-    return record
+def run_records(summaries: Iterable[RunSummary]) -> list[dict[str, object]]:
+    """Each summary, by id, as a flat-ish dict plus links to its run page and bundle, relative to the site root."""
+    urls = Urls(0)
+    records = []
+    for summary in sorted(summaries, key=lambda s: s.id):
+        record = msgspec.structs.asdict(summary)
+        record["url"] = urls.run(summary.id)
+        record["bundle_url"] = urls.run_file(summary.id, "bundle.json")
+        records.append(record)
+    return records
 
 
-def runs_json(summaries: Iterable[RunSummary], depth: int = 0) -> bytes:
-    """The run list as pretty deterministic JSON; links are relative to a file `depth` folders down."""
-    urls = Urls(depth)
-    records = [summary_record(s, urls) for s in sorted(summaries, key=lambda s: s.id)]
-    return msgspec.json.format(_json_encoder.encode(records), indent=2) + b"\n"
+def runs_json(summaries: Iterable[RunSummary]) -> bytes:
+    """The run list as pretty deterministic JSON."""
+    return msgspec.json.format(_json_encoder.encode(run_records(summaries)), indent=2) + b"\n"
 
 
 def status_column(status: str) -> str:
     """CSV column name of a status count: "Over capacity" -> "cells_over_capacity"."""
-    return "cells_" + status.lower().replace(" ", "_")
+    return "cells_" + status_slug(status, "_")
 
 
-def runs_csv(summaries: Iterable[RunSummary], depth: int = 0) -> str:
+def runs_csv(summaries: Iterable[RunSummary]) -> str:
     """The run list as CSV, one row per run, status counts as cells_* columns."""
-    urls = Urls(depth)
-    records = [summary_record(s, urls) for s in sorted(summaries, key=lambda s: s.id)]
+    records = run_records(summaries)
     names = [f.name for f in msgspec.structs.fields(RunSummary) if f.name != "status_counts"]
     header = names + [status_column(s) for s in STATUSES] + ["url", "bundle_url"]
     rows = [
@@ -135,50 +137,30 @@ def entry_summary(bundle: Bundle) -> str:
     peak = peak_cell(bundle)
     parts = [summary_engine(bundle)]
     if peak is not None:
-        where = f"{context_label(peak.context_tokens)} × {peak.concurrency}"
-        parts.append(f"peak {tok_s(peak.total_tok_s)} tok/s at {where}")
+        parts.append(f"peak {tok_s(peak.total_tok_s)} tok/s at {cell_label(peak.context_tokens, peak.concurrency)}")
     return " · ".join(p for p in parts if p)
 
 
-def newest_first(bundles: Iterable[Bundle]) -> list[Bundle]:
-    """Runs by measured_at, newest first, undated last; ties by id."""
-    dated = sorted((b for b in bundles if b.measured_at), key=lambda b: b.id)
-    dated.sort(key=lambda b: b.measured_at, reverse=True)
-    undated = sorted((b for b in bundles if not b.measured_at), key=lambda b: b.id)
-    return dated + undated
-
-
-def atom_entry(feed: ET.Element, bundle: Bundle, site_url: str | None, updated: dt.datetime) -> None:
-    """Append one run's entry; its id is the run's absolute URL, or a tag: URI without a site URL."""
-    link = f"{site_url}{run_dir(bundle.id)}" if site_url else Urls(0).run(bundle.id)
+def atom_entry(feed: ET.Element, bundle: Bundle, updated: dt.datetime) -> None:
+    """Append one run's entry: a tag: URI as its id, its page's link relative to the site root."""
     entry = sub(feed, "entry")
     sub(entry, "title", title(bundle))
-    sub(entry, "id", link if site_url else TAG_PREFIX + bundle.id)
+    sub(entry, "id", TAG_PREFIX + bundle.id)
     sub(entry, "updated", atom_time(bundle.measured_at or updated))
-    sub(entry, "link", href=link, rel="alternate", type="text/html")
+    sub(entry, "link", href=Urls(0).run(bundle.id), rel="alternate", type="text/html")
     if bundle.submitter:
         sub(sub(entry, "author"), "name", bundle.submitter)
     sub(entry, "summary", entry_summary(bundle))
 
 
-def atom_feed(
-    bundles: Iterable[Bundle],
-    site_url: str | None,
-    updated: dt.datetime,
-    title_text: str = FEED_TITLE,
-    feed_path: str = "feed.xml",
-) -> str:
-    """An Atom 1.0 feed of runs, newest first; links are absolute with site_url, else relative to the root."""
-    base = site_url.rstrip("/") + "/" if site_url else None
+def atom_feed(bundles: Iterable[Bundle], updated: dt.datetime) -> str:
+    """An Atom 1.0 feed of runs in the order given (the build gives them newest first); links are relative to the root."""
     feed = ET.Element("feed", xmlns=ATOM_NS)
-    sub(feed, "title", title_text)
-    sub(feed, "id", base or TAG_PREFIX.removesuffix("runs/") + "feed")
+    sub(feed, "title", FEED_TITLE)
+    sub(feed, "id", TAG_PREFIX.removesuffix("runs/") + "feed")
     sub(feed, "updated", atom_time(updated))
     sub(sub(feed, "author"), "name", "speed-matrix")
-    if base:
-        sub(feed, "link", href=base + feed_path, rel="self", type="application/atom+xml")
-        sub(feed, "link", href=base, rel="alternate", type="text/html")
-    for bundle in newest_first(bundles):
-        atom_entry(feed, bundle, base, updated)
+    for bundle in bundles:
+        atom_entry(feed, bundle, updated)
     ET.indent(feed)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(feed, encoding="unicode") + "\n"

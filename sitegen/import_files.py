@@ -12,10 +12,9 @@ from pathlib import Path
 from runner.bundle.files import write_bundle
 from runner.bundle.schema import Bundle
 from sitegen.errors import InputError, InputErrors
-from sitegen.importers import read_source, result_files
 from sitegen.importers.options import ImportOptions
+from sitegen.importers.registry import read_source, result_files
 from sitegen.importers.sweep import SweepFile, sweep_bundle
-from sitegen.loader import scrub
 
 
 def import_files(files: list[Path], out: Path, options: ImportOptions, replace: bool = False) -> tuple[list[Path], list[InputError]]:
@@ -80,7 +79,6 @@ def _write(bundles: list[tuple[Path, Bundle]], out: Path, replace: bool, errors:
     """Write each bundle atomically as OUT/<id>.json; a bundle whose file exists is an error unless replacing."""
     written: list[Path] = []
     for path, bundle in bundles:
-        bundle = scrub(bundle)
         target = out / f"{bundle.id}.json"
         if target.exists() and not replace:
             errors.append(InputError(path, None, f"{target} exists already; pass --replace to overwrite it, or --id to import under another id"))

@@ -11,9 +11,10 @@ from typing import Any, TypeVar
 import msgspec
 
 from runner.bundle import files
+from runner.bundle.display import VALUED
 from runner.bundle.error_lines import decode_parts, validation_parts
 from runner.bundle.redact import redact_fields
-from runner.bundle.schema import Bundle, decode_bundle
+from runner.bundle.schema import Bundle, decode_bundle, encode_bundle
 from sitegen.errors import InputError
 
 T = TypeVar("T")
@@ -21,17 +22,24 @@ T = TypeVar("T")
 
 def decode_bundle_file(path: Path, data: bytes) -> Bundle:
     """Decode one bundle's bytes, turning msgspec's errors into an InputError."""
-    bundle = _decoded(path, data, decode_bundle)
+    bundle = decoded(path, data, decode_bundle)
     check_bundle(bundle, path)
     return scrub(bundle)
 
 
+def validated(bundle: Bundle, path: Path) -> Bundle:
+    """A bundle made in memory after the checks of one read from disk (the schema's ranges, then check_bundle)."""
+    checked = decoded(path, encode_bundle(bundle), decode_bundle)
+    check_bundle(checked, path)
+    return checked
+
+
 def read_json(path: Path, data: bytes) -> Any:
     """Any JSON document in data; broken JSON fails with the same line a broken bundle gets."""
-    return _decoded(path, data, msgspec.json.decode)
+    return decoded(path, data, msgspec.json.decode)
 
 
-def _decoded(path: Path, data: bytes, decode: Callable[[bytes], T]) -> T:
+def decoded(path: Path, data: bytes, decode: Callable[[bytes], T]) -> T:
     """decode(data) with msgspec's errors as one InputError: the field of a wrong value, the line:column of broken JSON."""
     try:
         return decode(data)
@@ -88,7 +96,7 @@ def check_bundle(bundle: Bundle, path: Path) -> None:
             raise InputError(path, f"$.prefill[{i}].prompt_tok_s", "a Valid prefill point needs its prompt tok/s")
     seen_cells: set[tuple[int, int]] = set()
     for i, cell in enumerate(bundle.decode):
-        if cell.status in ("Valid", "Requests queued") and cell.total_tok_s is None:
+        if cell.status in VALUED and cell.total_tok_s is None:
             raise InputError(path, f"$.decode[{i}].total_tok_s", f"a {cell.status} cell needs its total tok/s")
         key = (cell.context_tokens, cell.concurrency)
         if key in seen_cells:

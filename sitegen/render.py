@@ -7,6 +7,7 @@ from pathlib import Path
 import jinja2
 
 from runner.bundle import formats as f
+from runner.bundle.display import PAGE_TEXT, status_slug
 from runner.bundle.schema import Bundle
 from sitegen import runview
 from sitegen.urls import Urls
@@ -16,8 +17,8 @@ SITE_NAME = "speed-matrix"
 
 
 def status_class(status: str) -> str:
-    """CSS class suffix of a status: "Over capacity" -> "over-capacity"."""
-    return status.lower().replace(" ", "-") or "none"
+    """CSS class suffix of a status: "Over capacity" -> "over-capacity"; a cell without one is "none"."""
+    return status_slug(status) or "none"
 
 
 def make_environment(templates: Path) -> jinja2.Environment:
@@ -31,7 +32,7 @@ def make_environment(templates: Path) -> jinja2.Environment:
     )
     env.filters["status_class"] = status_class
     env.globals["site_name"] = SITE_NAME
-    env.globals["table_header"] = runview.TABLE_HEADER
+    env.globals["page_text"] = PAGE_TEXT  # the fixed words of #matrix, which the page importer finds again
     return env
 
 

@@ -7,28 +7,21 @@ all read this view, so the three can never disagree about a number's format.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
 from runner.bundle import formats as f
-from runner.bundle.display import DISTORTED, VALUED, prefill_value, shows_figures, ttft_note
-from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
-
-KICKER = "Speed test matrix"
-TABLE_CAPTION = "Latencies are medians. Total tok/s is output across all simultaneous requests."
-TABLE_HEADER = (
-    "Phase", "Context", "Requests at once", "Status", "Total tok/s", "Per request tok/s", "TTFT",
-    "Time between tokens", "Average active requests", "Completed requests", "Output tokens", "Measured for",
+from runner.bundle.display import (
+    DISTORTED,
+    LEGEND,
+    has_value,
+    prefill_value,
+    shows_figures,
+    ttft_note,
 )
-# Legend lines in the order the published pages print them; only statuses present appear.
-LEGEND: dict[str, str] = {
-    "Requests queued": "Requests queued: the server could not run all requests at once, so some waited in a queue.",
-    "Distorted": "Distorted: the client's timings disagreed with the server's own accounting, or the client "
-                 "fell behind, in every try; the figures are shown as measured but are not to be relied on.",
-    "Looped": "Looped: the model kept repeating the same text, so the benchmark discarded this measurement.",
-    "Over capacity": "Over capacity: not run because this many requests at this context would exceed the server's KV cache.",
-    "Failed": "Failed: the requests errored or timed out, so this cell holds no measurement.",
-}
+from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
 
 
 class Field(msgspec.Struct, frozen=True):
@@ -160,28 +153,40 @@ def byline(bundle: Bundle) -> str | None:
     return "by " + " ".join(parts) if parts else None
 
 
+def _known(value: object, shown: Callable[[Any], str]) -> str | None:
+    """A value as the page shows it, or None when unknown."""
+    return None if value is None else shown(value)
+
+
+# The Hardware, Engine and Run sections: each field's label and how the page shows its value.
+FIELDS: dict[str, tuple[tuple[str, Callable[[Bundle], str | None]], ...]] = {
+    "Hardware": (
+        ("Type", lambda b: b.hardware.type),
+        ("GPU", lambda b: b.hardware.gpu),
+        ("GPU count", lambda b: _known(b.hardware.gpu_count, str)),
+        ("VRAM", lambda b: _known(b.hardware.vram_per_gpu_gb, lambda gb: f.vram(gb, b.hardware.gpu_count))),
+        ("OS", lambda b: b.hardware.os),
+    ),
+    "Engine": (
+        ("Engine", lambda b: b.engine.name), ("Version", lambda b: b.engine.version),
+        ("Quantization", lambda b: b.engine.quantization), ("Backend", lambda b: b.engine.backend),
+        ("Repository", lambda b: b.engine.repository), ("Build", lambda b: b.engine.build),
+        ("Commit", lambda b: b.engine.commit),
+    ),
+    "Run": (
+        ("Served model", lambda b: b.run.served_model), ("Revision", lambda b: b.run.revision),
+        ("Benchmark tool", lambda b: b.run.benchmark_tool), ("Decode test", lambda b: b.run.decode_test),
+        ("Prefill mode", lambda b: b.run.prefill_mode),
+        ("Time per measurement", lambda b: _known(b.run.seconds_per_measurement, f.seconds_setting)),
+        ("Max output", lambda b: _known(b.run.max_output_tokens, f.tokens_setting)),
+    ),
+}
+SECTION_LABELS: dict[str, tuple[str, ...]] = {heading: tuple(label for label, _ in fields) for heading, fields in FIELDS.items()}
+
+
 def sections(bundle: Bundle) -> list[Section]:
-    """The Hardware, Engine and Run label/value sections."""
-    hw, engine, run = bundle.hardware, bundle.engine, bundle.run
-    hardware = _present([
-        ("Type", hw.type),
-        ("GPU", hw.gpu),
-        ("GPU count", str(hw.gpu_count) if hw.gpu_count is not None else None),
-        ("VRAM", f.vram(hw.vram_per_gpu_gb, hw.gpu_count) if hw.vram_per_gpu_gb is not None else None),
-        ("OS", hw.os),
-    ])
-    engine_fields = _present([
-        ("Engine", engine.name), ("Version", engine.version), ("Quantization", engine.quantization),
-        ("Backend", engine.backend), ("Repository", engine.repository), ("Build", engine.build),
-        ("Commit", engine.commit),
-    ])
-    run_fields = _present([
-        ("Served model", run.served_model), ("Revision", run.revision), ("Benchmark tool", run.benchmark_tool),
-        ("Decode test", run.decode_test), ("Prefill mode", run.prefill_mode),
-        ("Time per measurement", f.seconds_setting(run.seconds_per_measurement) if run.seconds_per_measurement is not None else None),
-        ("Max output", f.tokens_setting(run.max_output_tokens) if run.max_output_tokens is not None else None),
-    ])
-    found = [("Hardware", hardware), ("Engine", engine_fields), ("Run", run_fields)]
+    """The Hardware, Engine and Run label/value sections, each with its known fields."""
+    found = [(heading, _present([(label, value(bundle)) for label, value in fields])) for heading, fields in FIELDS.items()]
     return [Section(heading, fields) for heading, fields in found if fields]
 
 
@@ -195,7 +200,7 @@ def prefill_item(point: PrefillPoint) -> PrefillItem:
 
 def heat_scale(cells: list[DecodeCell]) -> float:
     """The largest total tok/s among cells with a value; 0 when none."""
-    return max((c.total_tok_s or 0.0 for c in cells if c.status in VALUED), default=0.0)
+    return max((c.total_tok_s for c in cells if has_value(c)), default=0.0)
 
 
 def matrix_cell(cell: DecodeCell | None, context: str, concurrency: int, top: float) -> MatrixCell:
@@ -262,7 +267,7 @@ def error_lines(bundle: Bundle) -> list[str]:
     """Why each Failed cell failed, shown below the page's matrix element."""
     lines = [f"Prefill {f.context_label(p.context_tokens)}: {p.error}" for p in sorted_prefill(bundle) if p.error]
     lines += [
-        f"{f.context_label(c.context_tokens)} × {c.concurrency}: {c.error}" for c in sorted_decode(bundle) if c.error
+        f"{f.cell_label(c.context_tokens, c.concurrency)}: {c.error}" for c in sorted_decode(bundle) if c.error
     ]
     return lines
 
@@ -273,7 +278,7 @@ def distortion_lines(bundle: Bundle) -> list[str]:
     Distorted cells, and Requests queued cells whose windows were distorted too (the queue the
     server reported decides their status).
     """
-    return [f"{f.context_label(c.context_tokens)} × {c.concurrency}"
+    return [f"{f.cell_label(c.context_tokens, c.concurrency)}"
             f"{'' if c.status == DISTORTED else f' ({c.status})'}: {c.distortion}"
             for c in sorted_decode(bundle) if c.distortion]
 

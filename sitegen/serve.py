@@ -2,7 +2,8 @@
 
 Each build replaces the output folder by a rename, so the server looks files up by
 path on every request and always serves one whole site, old or new. A build that
-fails prints its errors and leaves the previous site being served.
+fails prints its errors and leaves the previous site being served. Changes are seen
+through the operating system's file events (watchfiles), not by walking the folders.
 """
 
 from __future__ import annotations
@@ -16,35 +17,29 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+import watchfiles
+
 from runner.bundle.error_lines import print_error
 from sitegen.build import build_site, runs_folder
 from sitegen.errors import InputError, InputErrors, UsageError
 from sitegen.render import DEFAULT_TEMPLATES
 
-POLL_SECONDS = 0.5
-Snapshot = dict[str, tuple[int, int]]
+# How long the watcher waits for a file event before it checks whether to stop (and, the first
+# time, says it is ready): short enough for a prompt stop, long enough to cost nothing.
+WAIT_MS = 200
 
 
-def snapshot(folders: list[Path], skip: Path | None = None) -> Snapshot:
-    """(mtime, size) of every file under folders; hidden files, editor backups (`~`) and `skip` are ignored.
+def watched(path: str, folders: list[Path], skip: Path | None = None) -> bool:
+    """Whether a change to path starts a build: hidden files and folders, editor backups (`~`) and `skip` do not.
 
     `skip` is the output folder: one inside a watched folder must not make each build start the next.
     """
-    state: Snapshot = {}
-    skipped = os.path.abspath(skip) if skip else None
-    for folder in folders:
-        for root, dirs, files in os.walk(folder):
-            dirs[:] = [d for d in dirs if not d.startswith(".") and os.path.abspath(os.path.join(root, d)) != skipped]
-            for name in files:
-                if name.startswith(".") or name.endswith("~"):
-                    continue
-                path = os.path.join(root, name)
-                try:
-                    stat = os.stat(path)
-                except FileNotFoundError:
-                    continue
-                state[path] = (stat.st_mtime_ns, stat.st_size)
-    return state
+    changed = Path(os.path.abspath(path))
+    if skip is not None and changed.is_relative_to(os.path.abspath(skip)):
+        return False
+    root = next((Path(os.path.abspath(f)) for f in folders if changed.is_relative_to(os.path.abspath(f))), changed.parent)
+    parts = changed.relative_to(root).parts
+    return not any(part.startswith(".") for part in parts) and not changed.name.endswith("~")
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
@@ -76,6 +71,8 @@ class Server:
         self.templates = templates
         self.watched = [content, templates or DEFAULT_TEMPLATES]
         self._stopping = threading.Event()
+        self._ready = threading.Event()
+        self._building = threading.Lock()  # the watcher's builds never overlap the first one
         self._watcher = threading.Thread(target=self._watch, name="sitegen-watch", daemon=True)
         directory = os.path.abspath(out)
 
@@ -83,7 +80,9 @@ class Server:
             return _Handler(*args, directory=directory)
 
         self.httpd = _listen(host, port, handler)
-        self._seen = snapshot(self.watched, out)
+        # Watch before the first build, so a change made while it runs starts another.
+        self._watcher.start()
+        self._ready.wait()
         self.build()
 
     @property
@@ -95,7 +94,8 @@ class Server:
     def build(self) -> bool:
         """Build once; print the report or the errors. False when the previous site stays."""
         try:
-            report = build_site(self.content, self.out, self.templates)
+            with self._building:
+                report = build_site(self.content, self.out, self.templates)
         except (InputError, InputErrors) as exc:
             errors = exc.errors if isinstance(exc, InputErrors) else [exc]
             for error in errors:
@@ -110,16 +110,21 @@ class Server:
         return True
 
     def _watch(self) -> None:
-        """Poll the watched folders and rebuild when any file appears, disappears or changes."""
-        while not self._stopping.wait(POLL_SECONDS):
-            current = snapshot(self.watched, self.out)
-            if current != self._seen:
-                self._seen = current
-                self.build()
+        """Rebuild when any watched file appears, disappears or changes, until stop()."""
+        events = watchfiles.watch(
+            *(folder for folder in self.watched if folder.is_dir()), watch_filter=lambda _change, path: watched(path, self.watched, self.out),
+            stop_event=self._stopping, rust_timeout=WAIT_MS, yield_on_timeout=True, raise_interrupt=False,
+        )
+        try:
+            for changes in events:  # an empty set each WAIT_MS without events; the first says the watcher is up
+                self._ready.set()
+                if changes:
+                    self.build()
+        finally:
+            self._ready.set()  # a watcher that could not start must not hang the server's start
 
     def serve_forever(self) -> None:
         """Serve and watch until stop() is called from another thread (or Ctrl-C)."""
-        self._watcher.start()
         try:
             self.httpd.serve_forever()
         finally:

@@ -6,8 +6,8 @@ import datetime as dt
 
 import msgspec
 
-from runner.bundle.display import VALUED
-from runner.bundle.schema import STATUSES, Bundle, DecodeCell, PrefillPoint
+from runner.bundle.display import has_value, prefill_has_value
+from runner.bundle.schema import STATUSES, Bundle, DecodeCell
 from sitegen.slug import slugify
 
 PREFILL_HEADLINE_TOKENS = 8192
@@ -34,16 +34,6 @@ class RunSummary(msgspec.Struct, kw_only=True, frozen=True):
     peak_tok_s_per_gpu: float | None
     prefill_8k_tok_s: float | None
     status_counts: dict[str, int]
-
-
-def has_value(cell: DecodeCell) -> bool:
-    """A decode cell holds a usable total tok/s: Valid or Requests queued, with a number."""
-    return cell.status in VALUED and cell.total_tok_s is not None
-
-
-def prefill_has_value(point: PrefillPoint) -> bool:
-    """A prefill point holds a usable prompt tok/s."""
-    return point.status in VALUED and point.prompt_tok_s is not None
 
 
 def valued_cells(bundle: Bundle) -> list[DecodeCell]:

@@ -13,9 +13,9 @@ import msgspec
 from msgspec import UNSET
 
 from runner.bundle import formats as f
+from runner.bundle.display import has_value
 from runner.bundle.schema import Bundle, DecodeCell
 from sitegen.runview import sorted_decode
-from sitegen.summary import has_value
 
 
 class TailRow(msgspec.Struct, frozen=True):

@@ -18,7 +18,7 @@ from sitegen.capacity import (
     preset_rows,
     ranking,
 )
-from sitegen.importers import import_file
+from sitegen.importers.registry import import_file
 from sitegen.importers.options import ImportOptions
 from tests.conftest import SEEDS
 from tests.test_site_browser import _guard

@@ -21,8 +21,7 @@ from runner.plan import PlanSpec, estimate_seconds, measuring_order
 from runner.server_facts import ServerFacts
 from runner.simulate import load_sim_config
 from sitegen.errors import InputError
-from sitegen.importers import bundle_id_from
-from sitegen.importers.options import ImportOptions
+from sitegen.importers.importer import slug_id
 from sitegen.loader import load_bundle
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +58,7 @@ def test_a_run_measured_and_the_same_run_imported_get_one_id(model: str) -> None
     facts = ServerFacts(base_url="http://10.0.0.1:8000/v1", model=model, models=[model], engine="vllm", version="0.9")
     measured = build_header(Options(base_url=facts.base_url), facts, None, None, started).id
     shown = model.rsplit("/", 1)[-1]
-    imported = bundle_id_from(ImportOptions(), shown, None, "vllm", started.strftime("%Y-%m-%d-%H%M"))
+    imported = slug_id(shown, None, "vllm", started.strftime("%Y-%m-%d-%H%M"))
     assert measured == imported and is_run_id(measured) and len(measured) <= RUN_ID_MAX
     assert run_id("🚀", None) != run_id("🛸", None)  # names with nothing to transliterate stay apart
 

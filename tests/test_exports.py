@@ -17,6 +17,7 @@ from sitegen.exports import (
     runs_csv,
     runs_json,
 )
+from sitegen.index_view import newest_first
 from sitegen.summary import summarize
 from tests.test_summary import HOSTILE, make_bundle
 
@@ -78,7 +79,6 @@ def test_runs_json_lists_summaries_with_relative_links() -> None:
     assert [r["id"] for r in records] == ["alpha", "zeta"]
     assert records[0]["url"] == "runs/alpha/index.html"
     assert records[0]["bundle_url"] == "runs/alpha/bundle.json"
-    assert json.loads(runs_json(summaries, depth=1))[0]["url"] == "../runs/alpha/index.html"
     assert records[0]["peak_tok_s"] == summaries[1].peak_tok_s
     assert records[0]["measured_at"] == "2026-09-03T14:23:00Z"
 
@@ -100,7 +100,7 @@ def test_exports_are_byte_identical_across_calls() -> None:
     assert measurements_csv(bundles[0]) == measurements_csv(make_bundle("a"))
     assert runs_json(summaries) == runs_json(summaries[::-1])
     assert runs_csv(summaries) == runs_csv(summaries[::-1])
-    assert atom_feed(bundles, None, UPDATED) == atom_feed(bundles[::-1], None, UPDATED)
+    assert atom_feed(bundles, UPDATED) == atom_feed([make_bundle("a"), make_bundle("b", measured_at=None)], UPDATED)
 
 
 def feed_bundles() -> list:
@@ -115,34 +115,27 @@ def feed_bundles() -> list:
     ]
 
 
-def test_atom_feed_parses_with_entries_newest_first_undated_last() -> None:
-    root = ET.fromstring(atom_feed(feed_bundles(), "https://speed.example/sub", UPDATED))
+def test_atom_feed_of_the_runs_newest_first_undated_last() -> None:
+    bundles = {b.id: b for b in feed_bundles()}
+    ordered = [bundles[s.id] for s in newest_first([summarize(b) for b in bundles.values()])]
+    root = ET.fromstring(atom_feed(ordered, UPDATED))
     assert root.tag == f"{ATOM}feed"
     assert root.findtext(f"{ATOM}updated") == "2026-10-01T12:00:00Z"
     entries = root.findall(f"{ATOM}entry")
     ids = [e.findtext(f"{ATOM}id") for e in entries]
-    assert ids == [f"https://speed.example/sub/runs/{name}/" for name in ("newest", "middle", "oldest", "undated")]
+    assert ids == [f"tag:speed-matrix,2026:runs/{name}" for name in ("newest", "middle", "oldest", "undated")]
     assert [e.findtext(f"{ATOM}updated") for e in entries] == [
         "2026-09-20T00:00:00Z", "2026-09-10T00:00:00Z", "2026-09-01T00:00:00Z", "2026-10-01T12:00:00Z",
     ]
-    assert entries[0].find(f"{ATOM}link").get("href") == ids[0]
+    assert entries[0].find(f"{ATOM}link").get("href") == "runs/newest/index.html"
     assert entries[0].findtext(f"{ATOM}title") == "Ling-3.0-flash-fp4 on H200 NVL 141GB ×2"
-    self_link = root.find(f"{ATOM}link[@rel='self']")
-    assert self_link is not None and self_link.get("href") == "https://speed.example/sub/feed.xml"
-
-
-def test_atom_feed_without_site_url_uses_tag_ids_and_relative_links() -> None:
-    root = ET.fromstring(atom_feed(feed_bundles(), None, UPDATED))
-    entry = root.find(f"{ATOM}entry")
-    assert entry.findtext(f"{ATOM}id") == "tag:speed-matrix,2026:runs/newest"
-    assert entry.find(f"{ATOM}link").get("href") == "runs/newest/index.html"
     assert root.find(f"{ATOM}link[@rel='self']") is None
 
 
 def test_atom_feed_escapes_hostile_text() -> None:
     bundle = make_bundle("evil", model=HOSTILE + "\x00\x1b")
     bundle.submitter = '"><x a="'
-    text = atom_feed([bundle], None, UPDATED)
+    text = atom_feed([bundle], UPDATED)
     assert "<img" not in text and "</script>" not in text
     entry = ET.fromstring(text).find(f"{ATOM}entry")
     assert entry.findtext(f"{ATOM}title").startswith(HOSTILE)

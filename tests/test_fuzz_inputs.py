@@ -17,7 +17,7 @@ from runner.bundle.schema import Bundle, encode_bundle
 from sitegen.build import build_site
 from sitegen.cli import main
 from sitegen.errors import InputError, InputErrors
-from sitegen.importers import import_file
+from sitegen.importers.registry import import_file
 from sitegen.importers.options import ImportOptions
 from sitegen.loader import decode_bundle_file
 from sitegen.runview import run_view

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from runner.bundle.schema import Bundle, DecodeCell, decode_bundle
 from sitegen.cli import main
 from sitegen.errors import InputError
-from sitegen.importers import import_file
+from sitegen.importers.registry import import_file
 from sitegen.importers.options import ImportOptions
 from tests.conftest import ROOT, SEEDS
 
@@ -205,20 +205,20 @@ def drop_path(data: dict, keys: tuple) -> None:
 
 
 BAD_FILES = [
-    (lambda d: set_path(d, ("results", 3, "aggregate_tps"), "fast"), "results[3].aggregate_tps: expected a number"),
-    (lambda d: set_path(d, ("results", 0, "ttft_p50"), None), "results[0].ttft_p50: expected a number"),
-    (lambda d: drop_path(d, ("results", 1, "output_tps_per_user_p50")), "results[1].output_tps_per_user_p50: missing"),
-    (lambda d: set_path(d, ("results", 2, "capacity_limited"), "no"), "results[2].capacity_limited: expected true or false"),
-    (lambda d: set_path(d, ("results", 4, "total_tokens"), 3.5), "results[4].total_tokens: expected an integer"),
-    (lambda d: set_path(d, ("results", 0, "measurement_seconds"), -1), "results[0].measurement_seconds: expected a number >= 0"),
-    (lambda d: set_path(d, ("metadata", "version"), 418), "metadata.version: expected a string"),
-    (lambda d: drop_path(d, ("metadata", "max_tokens")), "metadata.max_tokens: missing"),
-    (lambda d: set_path(d, ("metadata", "decode_mode"), "vibes"), "metadata.decode_mode: unknown value 'vibes'"),
-    (lambda d: set_path(d, ("metadata", "timestamp"), "yesterday"), "metadata.timestamp: expected an ISO date"),
-    (lambda d: set_path(d, ("prefill", "1024", "tok_per_sec"), [1]), "prefill.1024.tok_per_sec: expected a number"),
-    (lambda d: set_path(d, ("summary_table", "1024", "2"), "89"), "summary_table.1024.2: expected a number"),
-    (lambda d: drop_path(d, ("results",)), "results: missing"),
-    (lambda d: set_path(d, ("results",), {}), "results: expected a list"),
+    (lambda d: set_path(d, ("results", 3, "aggregate_tps"), "fast"), "$.results[3].aggregate_tps: expected a number or null"),
+    (lambda d: set_path(d, ("results", 0, "ttft_p50"), None), "$.results[0].ttft_p50: expected a number"),
+    (lambda d: drop_path(d, ("results", 1, "output_tps_per_user_p50")), "$.results[1]: Object missing required field `output_tps_per_user_p50`"),
+    (lambda d: set_path(d, ("results", 2, "capacity_limited"), "no"), "$.results[2].capacity_limited: expected true or false or null"),
+    (lambda d: set_path(d, ("results", 4, "total_tokens"), 3.5), "$.results[4].total_tokens: expected a whole number"),
+    (lambda d: set_path(d, ("results", 0, "measurement_seconds"), -1), "$.results[0].measurement_seconds: expected a number >= 0.0"),
+    (lambda d: set_path(d, ("metadata", "version"), 418), "$.metadata.version: expected a string"),
+    (lambda d: drop_path(d, ("metadata", "max_tokens")), "$.metadata: Object missing required field `max_tokens`"),
+    (lambda d: set_path(d, ("metadata", "decode_mode"), "vibes"), "$.metadata.decode_mode: Invalid enum value 'vibes'"),
+    (lambda d: set_path(d, ("metadata", "timestamp"), "yesterday"), "$.metadata.timestamp: expected an ISO date"),
+    (lambda d: set_path(d, ("prefill", "1024", "tok_per_sec"), [1]), "$.prefill.1024.tok_per_sec: expected a number"),
+    (lambda d: set_path(d, ("summary_table", "1024", "2"), "89"), "$.summary_table.1024.2: expected a number or null"),
+    (lambda d: drop_path(d, ("results",)), "$: Object missing required field `results`"),
+    (lambda d: set_path(d, ("results",), {}), "$.results: expected a list"),
 ]
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sitegen.import_files import import_files
-from sitegen.importers import import_file
+from sitegen.importers.registry import import_file
 from sitegen.importers.options import ImportOptions
 from tests.conftest import SEEDS, normalize_page_text
 

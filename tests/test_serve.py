@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from sitegen.cli import main
-from sitegen.serve import Server, snapshot
+from sitegen.serve import Server, watched
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_ID = "ling-3-0-flash-fp4-h200-nvl-x2-2026-09-03"
@@ -103,16 +103,29 @@ def test_stop_closes_the_port(content: Path, tmp_path: Path) -> None:
         get(running, "")
 
 
-def test_snapshot_sees_changes_but_not_hidden_files(tmp_path: Path) -> None:
-    (tmp_path / "runs").mkdir()
-    bundle = tmp_path / "runs" / "a.json"
-    bundle.write_text("{}")
-    before = snapshot([tmp_path])
-    (tmp_path / "runs" / ".a.json.swp").write_text("x")
-    (tmp_path / "runs" / "a.json~").write_text("x")
-    assert snapshot([tmp_path]) == before
-    bundle.write_text('{"changed": true}')
-    assert snapshot([tmp_path]) != before
+def test_the_watcher_ignores_hidden_files_backups_and_the_output_folder(tmp_path: Path) -> None:
+    content, templates = tmp_path / "content", tmp_path / "templates"
+    folders = [content, templates]
+    assert watched(str(content / "runs" / "a.json"), folders, content / "site")
+    assert watched(str(templates / "run.html"), folders, content / "site")
+    assert not watched(str(content / "runs" / ".a.json.swp"), folders, content / "site")
+    assert not watched(str(content / "runs" / "a.json~"), folders, content / "site")
+    assert not watched(str(content / ".git" / "index"), folders, content / "site")
+    assert not watched(str(content / "site" / "index.html"), folders, content / "site")
+    assert not watched(str(content / ".site-build-x1" / "index.html"), folders, content / "site")
+    # A hidden folder above a watched one hides nothing inside it.
+    hidden_home = tmp_path / ".home" / "content"
+    assert watched(str(hidden_home / "runs" / "a.json"), [hidden_home], None)
+
+
+def test_a_hidden_or_backup_file_starts_no_build_but_a_page_does(server: Server, content: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (content / "runs" / ".notes.swp").write_text("x")
+    (content / "runs" / "notes~").write_text("x")
+    time.sleep(1.0)  # a build they started would begin now, and be counted below
+    (content / "pages").mkdir(exist_ok=True)
+    (content / "pages" / "zz-extra.md").write_text("# Extra\n\nA page added while serving.\n")
+    wait_for(lambda: get(server, "zz-extra/index.html").status_code == 200, "the added page to be served")
+    assert capsys.readouterr().out.count("built ") == 1
 
 
 def sitegen_serve(*args: str, cwd: Path) -> subprocess.Popen[str]:

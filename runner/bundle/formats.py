@@ -84,6 +84,11 @@ def parse_tok_s(text: str) -> float:
     return parse_number(clean)
 
 
+def cell_label(context_tokens: int, concurrency: int) -> str:
+    """A decode cell as pages name it: "8K × 64"."""
+    return f"{context_label(context_tokens)} × {concurrency}"
+
+
 def ms_whole(value: float | None) -> str:
     """Whole milliseconds with commas: "1,030 ms"."""
     return EMPTY if value is None else f"{_round(value, 0):,.0f} ms"
@@ -137,12 +142,13 @@ def measured_at(value: dt.datetime) -> str:
     return f"{_MONTHS[utc.month - 1]} {utc.day}, {utc.year}, {utc:%H:%M} UTC"
 
 
-_DATE_RE = re.compile(r"([A-Z][a-z]{2}) (\d{1,2}), (\d{4}), (\d{2}):(\d{2}) UTC")
+# A date as measured_at prints it; the page importer also looks for it inside glued lines.
+DATE_RE = re.compile(r"([A-Z][a-z]{2}) (\d{1,2}), (\d{4}), (\d{2}):(\d{2}) UTC")
 
 
 def parse_measured_at(text: str) -> dt.datetime:
     """Inverse of measured_at; raises ValueError on anything else."""
-    match = _DATE_RE.fullmatch(text.strip())
+    match = DATE_RE.fullmatch(text.strip())
     if not match or match.group(1) not in _MONTHS:
         raise ValueError(f"not a date like 'Sep 3, 2026, 14:23 UTC': {text!r}")
     month = _MONTHS.index(match.group(1)) + 1

@@ -7,13 +7,13 @@ their p90 and p99; context = input_sequence_length.avg; concurrency = the profil
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 import msgspec
 
 from sitegen.errors import InputError
-from sitegen.importers.sweep import Level, SweepFile, decode
+from sitegen.importers.importer import Importer, Source, decode, utc_moment
+from sitegen.importers.sweep import Level, SweepFile, Tails
 
 TOOL = "AIPerf"
 FOLDER_FILES = "profile_export_aiperf.json"  # in each run's --output-artifact-dir
@@ -25,13 +25,11 @@ class Total(msgspec.Struct, kw_only=True):
     avg: float
 
 
-class Distribution(msgspec.Struct, kw_only=True):
-    """A per-request figure with the percentiles a cell keeps."""
+class Distribution(Tails, kw_only=True):
+    """A per-request figure: its average and median besides the tails a cell keeps."""
 
     avg: float
     p50: float
-    p90: float
-    p99: float
 
 
 class Phase(msgspec.Struct, kw_only=True):
@@ -92,13 +90,15 @@ class Export(msgspec.Struct, kw_only=True):
     was_cancelled: bool = False
 
 
-def looks_like(data: object) -> bool:
+def recognises(source: Source) -> bool:
     """An AIPerf export carries the run's input_config beside its version (or, in early versions, its records)."""
+    data = source.data
     return isinstance(data, dict) and "input_config" in data and any(k in data for k in ("aiperf_version", "schema_version", "records"))
 
 
-def read(data: object, path: Path) -> SweepFile:
+def read(source: Source) -> SweepFile:
     """The one level of an export: its profiling phase at a fixed concurrency."""
+    data, path = source.data, source.path
     export = decode(data, Export, path)
     concurrency, fixed_count = _profiling(export.input_config, path)
     if not export.input_config.models.items:
@@ -115,7 +115,7 @@ def read(data: object, path: Path) -> SweepFile:
     )
     return SweepFile(
         path=path, tool=TOOL, tool_version=export.aiperf_version, model=export.input_config.models.items[0].name,
-        model_field="$.input_config.models.items[0].name", measured_at=_start(export.start_time, path),
+        model_field="$.input_config.models.items[0].name", measured_at=utc_moment(export.start_time, path, "$.start_time"),
         decode_test="Fixed request count" if fixed_count else "Fixed duration", levels=[level],
         left_out=[f"{path.name}: the run was cancelled before it finished."] if export.was_cancelled else [],
     )
@@ -129,12 +129,4 @@ def _profiling(config: InputConfig, path: Path) -> tuple[int, bool]:
     raise InputError(path, "$.input_config.phases", "no profiling phase at a fixed concurrency (a matrix cell needs --concurrency)")
 
 
-def _start(stamp: str | None, path: Path) -> dt.datetime | None:
-    """start_time (local time of the benchmark machine, no zone), taken as UTC."""
-    if stamp is None:
-        return None
-    try:
-        moment = dt.datetime.fromisoformat(stamp)
-    except ValueError:
-        raise InputError(path, "$.start_time", f"expected an ISO date and time, got {stamp!r}") from None
-    return moment.replace(tzinfo=dt.timezone.utc) if moment.tzinfo is None else moment.astimezone(dt.timezone.utc)
+IMPORTER = Importer(name=TOOL, recognises=recognises, read=read, folder_files=FOLDER_FILES)

@@ -8,24 +8,17 @@ medians of successful requests, with their p90 and p99; context = the mean promp
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 from typing import Annotated
 
 import msgspec
 
 from sitegen.errors import InputError
-from sitegen.importers.sweep import Level, SweepFile, decode, measured_at, tok_s_from_ms
+from sitegen.importers.importer import Importer, Source, decode
+from sitegen.importers.sweep import Level, SweepFile, Tails, measured_at, tok_s_from_ms
 
 TOOL = "GuideLLM"
 FOLDER_FILES = None  # GuideLLM writes one file wherever --output says
 EPOCH_9999 = 253402300800.0  # the first second of the year 10000, past any datetime
-
-
-class Percentiles(msgspec.Struct, kw_only=True):
-    """The tail percentiles a cell keeps."""
-
-    p90: float
-    p99: float
 
 
 class Stats(msgspec.Struct, kw_only=True):
@@ -35,7 +28,7 @@ class Stats(msgspec.Struct, kw_only=True):
     median: float
     count: int
     total_sum: float
-    percentiles: Percentiles
+    percentiles: Tails
 
 
 class ByStatus(msgspec.Struct, kw_only=True):
@@ -127,15 +120,17 @@ class Report(msgspec.Struct, kw_only=True):
     benchmarks: list[Benchmark]
 
 
-def looks_like(data: object) -> bool:
+def recognises(source: Source) -> bool:
     """GuideLLM's report: a list of benchmarks, each a "generative_benchmark" (older versions too)."""
+    data = source.data
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         return False
     return any(isinstance(b, dict) and b.get("type_") == "generative_benchmark" for b in data["benchmarks"])
 
 
-def read(data: object, path: Path) -> SweepFile:
+def read(source: Source) -> SweepFile:
     """Every benchmark at a fixed concurrency is a level; rate-driven ones are left out with a note."""
+    data, path = source.data, source.path
     report = decode(data, Report, path)
     levels: list[Level] = []
     rated: list[str] = []
@@ -185,3 +180,6 @@ def _level(benchmark: Benchmark, where: str, concurrency: int) -> Level:
         measured_s=benchmark.duration,
         error=next((r.info.error for r in benchmark.requests.errored if r.info.error), None),
     )
+
+
+IMPORTER = Importer(name=TOOL, recognises=recognises, read=read, folder_files=FOLDER_FILES)

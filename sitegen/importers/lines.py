@@ -11,8 +11,7 @@ import re
 
 import msgspec
 
-from runner.bundle import display
-from sitegen import runview
+from runner.bundle.display import COLD_TTFT_NOTE, LEGEND, PAGE_TEXT, TTFT_NOTE
 
 
 class Line(msgspec.Struct, frozen=True):
@@ -22,10 +21,7 @@ class Line(msgspec.Struct, frozen=True):
     text: str
 
 
-_FIXED = (
-    display.PREFILL_CAPTION, display.DECODE_CAPTION, display.TTFT_NOTE, display.COLD_TTFT_NOTE, runview.TABLE_CAPTION,
-    *runview.LEGEND.values(),
-)
+_FIXED = (PAGE_TEXT.prefill_caption, PAGE_TEXT.decode_caption, TTFT_NOTE, COLD_TTFT_NOTE, PAGE_TEXT.table_caption, *LEGEND.values())
 _FIXED_RE = re.compile("(" + "|".join(re.escape(s) for s in _FIXED) + ")")
 _TABLE_RULE_RE = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$")
 _MARKER_RE = re.compile(r"^(?:#{1,6}\s+|[-*]\s+)")

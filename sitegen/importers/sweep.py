@@ -11,21 +11,25 @@ import datetime as dt
 import math
 import statistics
 from pathlib import Path
-from typing import Protocol, TypeVar
 
 import msgspec
 
 from runner.bundle.display import PREFILL_NOT_MEASURED
 from runner.bundle.schema import Bundle, DecodeCell, Engine, RunInfo
 from sitegen.errors import InputError
-from sitegen.importers import bundle_id_from, validated
-from sitegen.importers.options import ImportOptions, apply_options
-from sitegen.loader import validation_error
+from sitegen.importers.importer import Found, finish, slug_id
+from sitegen.importers.options import ImportOptions
 
-T = TypeVar("T")
 # What a file leaves out: the engine behind the endpoint is not recorded by these tools.
 UNKNOWN_ENGINE = "unknown"
 ROW_SPREAD = 0.01  # levels whose mean input lengths differ by less than this share a matrix row
+
+
+class Tails(msgspec.Struct, kw_only=True, frozen=True):
+    """The tail percentiles of a latency that a cell keeps, as GuideLLM and AIPerf name them."""
+
+    p90: float
+    p99: float
 
 
 class Level(msgspec.Struct, kw_only=True, frozen=True):
@@ -64,25 +68,6 @@ class SweepFile(msgspec.Struct, kw_only=True, frozen=True):
     decode_test: str
     levels: list[Level]
     left_out: list[str] = []  # what the file holds that is not a level, said in the bundle's notes
-
-
-class SweepFormat(Protocol):
-    """What each sweep importer module offers: recognise its JSON, read it, find it in a folder."""
-
-    TOOL: str
-    FOLDER_FILES: str | None  # glob of this tool's result files inside a results folder
-
-    def looks_like(self, data: object) -> bool: ...
-
-    def read(self, data: object, path: Path) -> SweepFile: ...
-
-
-def decode(data: object, shape: type[T], path: Path) -> T:
-    """The parsed JSON as a Struct; a missing or mistyped field is one error naming it (`$.a.b`)."""
-    try:
-        return msgspec.convert(data, shape)
-    except msgspec.ValidationError as exc:
-        raise validation_error(path, exc) from None
 
 
 def tok_s_from_ms(ms_per_token: float | None) -> float | None:
@@ -127,10 +112,8 @@ def sweep_bundle(files: list[SweepFile], options: ImportOptions) -> Bundle:
         notes=" ".join(notes),
         decode=cells,
     )
-    bundle = apply_options(found, options)
     date = started.date().isoformat() if started else None
-    bundle_id = bundle_id_from(options, bundle.model, bundle.hardware.gpu, first.tool, date)
-    return validated(msgspec.structs.replace(bundle, id=bundle_id), first.path)
+    return finish(Found(found, name=lambda bundle: slug_id(bundle.model, bundle.hardware.gpu, first.tool, date)), options, first.path)
 
 
 def _cells(files: list[SweepFile]) -> tuple[list[DecodeCell], int, bool]:

@@ -13,7 +13,8 @@ from pathlib import Path
 import msgspec
 
 from sitegen.errors import InputError
-from sitegen.importers.sweep import Level, SweepFile, decode, tok_s_from_ms
+from sitegen.importers.importer import Importer, Source, decode
+from sitegen.importers.sweep import Level, SweepFile, tok_s_from_ms
 
 TOOL = "vllm bench serve"
 # `vllm bench sweep serve` writes run=N.json per repeat beside warmup.json and summary.json.
@@ -45,13 +46,15 @@ class Result(msgspec.Struct, kw_only=True):
     run_number: int | None = None  # written by `vllm bench sweep`
 
 
-def looks_like(data: object) -> bool:
+def recognises(source: Source) -> bool:
     """A saved result names its model in model_id and its request count in num_prompts."""
+    data = source.data
     return isinstance(data, dict) and "model_id" in data and "num_prompts" in data
 
 
-def read(data: object, path: Path) -> SweepFile:
+def read(source: Source) -> SweepFile:
     """The one level of a saved result."""
+    data, path = source.data, source.path
     result = decode(data, Result, path)
     if result.max_concurrency is None:
         raise InputError(path, "$.max_concurrency", "null: the run set no concurrency (a matrix cell needs --max-concurrency)")
@@ -82,3 +85,6 @@ def _date(date: str, path: Path) -> dt.datetime:
         return dt.datetime.strptime(date, "%Y%m%d-%H%M%S").replace(tzinfo=dt.timezone.utc)
     except ValueError:
         raise InputError(path, "$.date", f"expected a date as YYYYMMDD-HHMMSS, got {date!r}") from None
+
+
+IMPORTER = Importer(name=TOOL, recognises=recognises, read=read, folder_files=FOLDER_FILES)

@@ -13,34 +13,23 @@ from pathlib import Path
 
 import msgspec
 
-from runner.bundle import display
 from runner.bundle import formats as f
-from runner.bundle.schema import (
-    STATUSES,
-    Bundle,
-    DecodeCell,
-    Engine,
-    Hardware,
-    PrefillPoint,
-    RunInfo,
-)
+from runner.bundle import schema
+from runner.bundle.display import COLD_TTFT_NOTE, LEGEND, TTFT_NOTE
+from runner.bundle.display import PAGE_TEXT as T
 from sitegen import runview
 from sitegen.errors import InputError, raise_if_any
-from sitegen.importers import bundle_id_from, validated
+from sitegen.importers.importer import Found, Importer, Source, slug_id
 from sitegen.importers.lines import Line, logical_lines
-from sitegen.importers.options import ImportOptions, apply_options
+from sitegen.runview import SECTION_LABELS
 
-SECTION_LABELS: dict[str, tuple[str, ...]] = {
-    "Hardware": ("Type", "GPU count", "GPU", "VRAM", "OS"),
-    "Engine": ("Engine", "Version", "Quantization", "Backend", "Repository", "Build", "Commit"),
-    "Run": ("Served model", "Revision", "Benchmark tool", "Decode test", "Prefill mode", "Time per measurement", "Max output"),
-}
-HEADINGS = ("Hardware", "Engine", "Run", "Launch command", "Prefill", "Sustained decode", "All measurements")
+HEADINGS = (*SECTION_LABELS, T.launch_heading, T.prefill_heading, T.decode_heading, T.table_heading)
 # A heading that a capture glued to the end of the line before it, keyed by the caption after it.
-CAPTION_OF = {"Prefill": display.PREFILL_CAPTION, "Sustained decode": display.DECODE_CAPTION, "All measurements": runview.TABLE_CAPTION}
+CAPTION_OF = {T.prefill_heading: T.prefill_caption, T.decode_heading: T.decode_caption, T.table_heading: T.table_caption}
 
-_STATUS = "|".join(re.escape(s) for s in STATUSES)
-_ROW_RE = re.compile(rf"^(Prefill|Sustained decode) (\S+) ([\d,]+) ({_STATUS})(?: (.*))?$")
+_STATUS = "|".join(re.escape(s) for s in schema.STATUSES)
+_PHASE = "|".join(re.escape(s) for s in (T.prefill_heading, T.decode_heading))
+_ROW_RE = re.compile(rf"^({_PHASE}) (\S+) ([\d,]+) ({_STATUS})(?: (.*))?$")
 _VALUE_RE = re.compile(r"—|-|[\d,]+(?:\.\d+)?K?(?: ms| s)?")
 _VRAM_RE = re.compile(r"([\d.]+) GB(?: \((\d+) × ([\d.]+) GB\))?")
 _ITEM_RE = re.compile(r"(\d+(?:\.\d+)?K?)context(.*?)(?=\d+(?:\.\d+)?K?context|$)")
@@ -75,21 +64,17 @@ class _Cursor:
         return next((j for j in range(self.i, len(self.lines)) if self.lines[j].text == text), None)
 
 
-def parse_page(text: str, path: Path, options: ImportOptions) -> Bundle:
-    """Parse one captured page into a bundle, cross-checked against itself, then apply the options."""
-    bundle = _page_bundle(text, path)
-    bundle = apply_options(bundle, options)
-    date = bundle.measured_at.date().isoformat() if bundle.measured_at else None
-    gpus = f"x{bundle.hardware.gpu_count}" if bundle.hardware.gpu_count else None
-    return validated(msgspec.structs.replace(bundle, id=bundle_id_from(options, bundle.model, bundle.hardware.gpu, gpus, date)), path)
+def recognises(source: Source) -> bool:
+    """Any text that is not JSON is taken for a captured page; one without the page's kicker line is refused."""
+    return not source.is_json
 
 
-def _page_bundle(text: str, path: Path) -> Bundle:
-    """The bundle exactly as the page states it, checked against the page's own matrix and items."""
-    cur = _Cursor(logical_lines(text), path)
-    start = cur.find(runview.KICKER)
+def read(source: Source) -> Found:
+    """The bundle exactly as the page states it; once valid, its matrix, prefill and summary must agree with its table."""
+    cur = _Cursor(logical_lines(source.text), source.path)
+    start = cur.find(T.kicker)
     if start is None:
-        raise InputError(path, "line 1", f"not a speed test matrix page: no {runview.KICKER!r} line")
+        raise InputError(source.path, "line 1", f"not a speed test matrix page: no {T.kicker!r} line")
     cur.i = start + 1
     if cur.done():
         raise cur.error("the page ends after its first line")
@@ -97,16 +82,16 @@ def _page_bundle(text: str, path: Path) -> Bundle:
     header = _take_until(cur, HEADINGS)
     fields = _parse_sections(cur)
     launch = _parse_launch_command(cur)
-    prefill_lines = _parse_block(cur, "Prefill", display.PREFILL_CAPTION, ("Sustained decode", "All measurements"))
-    matrix_lines = _parse_block(cur, "Sustained decode", display.DECODE_CAPTION, ("All measurements",))
-    if cur.find("All measurements") is None:
-        raise cur.error("no 'All measurements' table: it is the source of the page's numbers")
-    table_lines = _parse_block(cur, "All measurements", runview.TABLE_CAPTION, ())
+    prefill_lines = _parse_block(cur, T.prefill_heading, T.prefill_caption, (T.decode_heading, T.table_heading))
+    matrix_lines = _parse_block(cur, T.decode_heading, T.decode_caption, (T.table_heading,))
+    if cur.find(T.table_heading) is None:
+        raise cur.error(f"no {T.table_heading!r} table: it is the source of the page's numbers")
+    table_lines = _parse_block(cur, T.table_heading, T.table_caption, ())
     prefill, decode = _parse_table(table_lines, cur)
     byline, measured_line, summary_lines = _split_header(header)
     submitter, origin = _parse_byline(byline.text if byline else None)
-    bundle = Bundle(
-        id="pending",
+    bundle = schema.Bundle(
+        id="page",
         model="pending",
         measured_at=_parse_measured(measured_line, cur),
         submitter=submitter,
@@ -118,12 +103,23 @@ def _page_bundle(text: str, path: Path) -> Bundle:
         prefill=prefill,
         decode=decode,
     )
-    bundle = validated(msgspec.structs.replace(bundle, model=_model_from_title(bundle, title_line, cur), id="page"), path)
-    view = runview.run_view(bundle)
-    errors = _check_matrix(view, matrix_lines, cur) + _check_prefill(view, prefill_lines, cur)
-    # The summary restates the matrix's shape, so it is checked only once the cells agree.
-    raise_if_any(errors or _check_summary(view, summary_lines, cur))
-    return bundle
+    bundle = msgspec.structs.replace(bundle, model=_model_from_title(bundle, title_line, cur))
+    engine_line = runview.summary_engine(bundle)  # as the page states it, whatever --engine-name says
+
+    def confirm(valid: schema.Bundle) -> None:
+        view = runview.run_view(valid)
+        errors = _check_matrix(view, matrix_lines, cur) + _check_prefill(view, prefill_lines, cur)
+        # The summary restates the matrix's shape, so it is checked only once the cells agree.
+        raise_if_any(errors or _check_summary(engine_line, view.summary_shape, summary_lines, cur))
+
+    return Found(bundle, name=_page_id, confirm=confirm)
+
+
+def _page_id(bundle: schema.Bundle) -> str:
+    """"model-gpu-x2-2026-09-03" from what the page (and the options) say."""
+    date = bundle.measured_at.date().isoformat() if bundle.measured_at else None
+    gpus = f"x{bundle.hardware.gpu_count}" if bundle.hardware.gpu_count else None
+    return slug_id(bundle.model, bundle.hardware.gpu, gpus, date)
 
 
 def _take_until(cur: _Cursor, stops: tuple[str, ...]) -> list[Line]:
@@ -226,13 +222,13 @@ _COLUMNS = (
 )
 
 
-def _parse_table(lines: list[Line], cur: _Cursor) -> tuple[list[PrefillPoint], list[DecodeCell]]:
+def _parse_table(lines: list[Line], cur: _Cursor) -> tuple[list[schema.PrefillPoint], list[schema.DecodeCell]]:
     """Rows of "All measurements": the source of every number on the page."""
-    prefill: list[PrefillPoint] = []
-    decode: list[DecodeCell] = []
+    prefill: list[schema.PrefillPoint] = []
+    decode: list[schema.DecodeCell] = []
     for line in lines:
         text = " ".join(line.text.replace("|", " ").split())
-        if text.startswith("Phase ") or text in runview.LEGEND.values() or not text:
+        if text.startswith(T.table_header[0] + " ") or text in LEGEND.values() or not text:
             continue
         match = _ROW_RE.match(text)
         if not match:
@@ -246,17 +242,17 @@ def _parse_table(lines: list[Line], cur: _Cursor) -> tuple[list[PrefillPoint], l
             context = f.parse_context_label(label)
         except ValueError:
             raise cur.error(f"All measurements: not a context length: {label!r}", line) from None
-        if phase == "Prefill":
-            prefill.append(PrefillPoint(context_tokens=context, status=status, prompt_tok_s=values[0], ttft_ms=values[2]))
+        if phase == T.prefill_heading:
+            prefill.append(schema.PrefillPoint(context_tokens=context, status=status, prompt_tok_s=values[0], ttft_ms=values[2]))
             continue
-        decode.append(DecodeCell(
+        decode.append(schema.DecodeCell(
             context_tokens=context, concurrency=int(at_once.replace(",", "")), status=status,
             total_tok_s=values[0], per_request_tok_s=values[1], ttft_ms=values[2], tbt_ms=values[3],
             avg_active=values[4], completed=_parse_int(tokens[5], line, cur, "Completed requests"),
             output_tokens=_parse_int(tokens[6], line, cur, "Output tokens"), measured_s=values[7],
         ))
     if not prefill and not decode:
-        raise cur.error("All measurements: the table has no rows")
+        raise cur.error(f"{T.table_heading}: the table has no rows")
     return prefill, decode
 
 
@@ -267,7 +263,7 @@ def _split_header(header: list[Line]) -> tuple[Line | None, Line | None, list[Li
     for line in header:
         text = line.text
         at = text.find("Measured ")
-        if at >= 0 and f._DATE_RE.search(text[at:]):
+        if at >= 0 and f.DATE_RE.search(text[at:]):
             measured = Line(line.number, text[at:])
             text = text[:at].strip()
         if text.startswith("by "):
@@ -300,7 +296,7 @@ def _field(fields: dict[str, tuple[str, Line]], key: str) -> str | None:
     return fields[key][0] if key in fields else None
 
 
-def _hardware(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> Hardware:
+def _hardware(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> schema.Hardware:
     count_text = _field(fields, "Hardware/GPU count")
     gpu_count = None
     if count_text is not None:
@@ -314,7 +310,7 @@ def _hardware(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> Hardware:
         if not match:
             raise cur.error(f"VRAM: expected like '282 GB (2 × 141 GB)', got {vram_text!r}", fields["Hardware/VRAM"][1])
         per_gpu = float(match.group(3) or match.group(1))
-    return Hardware(
+    return schema.Hardware(
         type=_field(fields, "Hardware/Type"),
         gpu=_field(fields, "Hardware/GPU"),
         gpu_count=gpu_count,
@@ -323,11 +319,11 @@ def _hardware(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> Hardware:
     )
 
 
-def _engine(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> Engine:
+def _engine(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> schema.Engine:
     name = _field(fields, "Engine/Engine")
     if not name:
         raise cur.error("the Engine section has no 'Engine' name")
-    return Engine(
+    return schema.Engine(
         name=name,
         version=_field(fields, "Engine/Version"),
         quantization=_field(fields, "Engine/Quantization"),
@@ -349,9 +345,9 @@ def _setting(fields: dict[str, tuple[str, Line]], key: str, suffix: str, cur: _C
         raise cur.error(f"{key.split('/')[1]}: expected like '30{suffix}', got {text!r}", fields[key][1]) from None
 
 
-def _run(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> RunInfo:
+def _run(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> schema.RunInfo:
     max_output = _setting(fields, "Run/Max output", " tokens", cur)
-    return RunInfo(
+    return schema.RunInfo(
         served_model=_field(fields, "Run/Served model"),
         revision=_field(fields, "Run/Revision"),
         benchmark_tool=_field(fields, "Run/Benchmark tool"),
@@ -362,7 +358,7 @@ def _run(fields: dict[str, tuple[str, Line]], cur: _Cursor) -> RunInfo:
     )
 
 
-def _model_from_title(bundle: Bundle, line: Line, cur: _Cursor) -> str:
+def _model_from_title(bundle: schema.Bundle, line: Line, cur: _Cursor) -> str:
     """The model is the title less the hardware suffix the Hardware section implies."""
     suffix = runview.title(msgspec.structs.replace(bundle, model=""))
     if suffix and not line.text.endswith(suffix):
@@ -378,13 +374,13 @@ def _squash(text: str) -> str:
     return re.sub(r"[\s|]+", "", text)
 
 
-def _check_summary(view: runview.RunView, lines: list[Line], cur: _Cursor) -> list[InputError]:
-    expected = view.summary_engine + view.summary_shape
+def _check_summary(engine: str, shape: str, lines: list[Line], cur: _Cursor) -> list[InputError]:
+    """The summary line must be the engine line and the shape of the matrix and prefill."""
     shown = "".join(line.text for line in lines)
-    if _squash(shown) == _squash(expected):
+    if _squash(shown) == _squash(engine + shape):
         return []
     where = lines[0] if lines else None
-    return [cur.error(f"summary line {shown[:80]!r} disagrees with the page's data: expected {view.summary_engine!r} then {view.summary_shape!r}", where)]
+    return [cur.error(f"summary line {shown[:80]!r} disagrees with the page's data: expected {engine!r} then {shape!r}", where)]
 
 
 def _check_prefill(view: runview.RunView, lines: list[Line], cur: _Cursor) -> list[InputError]:
@@ -409,10 +405,10 @@ def _check_matrix(view: runview.RunView, lines: list[Line], cur: _Cursor) -> lis
     rows = {}
     for line in lines:
         text = line.text
-        if text in runview.LEGEND.values() or text in (display.TTFT_NOTE, display.COLD_TTFT_NOTE):
+        if text in LEGEND.values() or text in (TTFT_NOTE, COLD_TTFT_NOTE):
             continue
         cells = [c.strip() for c in re.split(r"\t|\|", text.strip().strip("|"))]
-        if cells and cells[0] == "Context":
+        if cells and cells[0] == T.matrix_corner:
             continue
         label = cells[0].split()[0] if cells and cells[0] else ""
         rows[label] = (line, cells)
@@ -444,3 +440,6 @@ def _compare_cells(row: runview.MatrixRow, line: Line, cells: list[str], expecte
             return [cur.error(f"matrix cell {row.label} × {c.concurrency} shows {shown[:len(want)]!r}… but All measurements says {want!r}", line)]
         shown = shown[len(want):]
     return [cur.error(f"matrix row {row.label} has more cells than All measurements", line)]
+
+
+IMPORTER = Importer(name="a captured speed test matrix page", recognises=recognises, read=read)
