@@ -22,9 +22,9 @@ import os
 import socket
 import statistics
 import time
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import AsyncIterator, Sequence
+from typing import AsyncIterator, Iterator, Sequence
 
 from rich.console import Console
 
@@ -74,6 +74,20 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextmanager
+def paced_source(rate_per_stream: float) -> Iterator[int]:
+    """The paced source running in a child process for the block; its port."""
+    port = _free_port()
+    source = multiprocessing.Process(target=_source, args=(port, rate_per_stream), daemon=True)
+    source.start()
+    time.sleep(0.5)
+    try:
+        yield port
+    finally:
+        source.kill()
+        source.join()
 
 
 SETTLE_S = 1.0
@@ -150,15 +164,8 @@ def run_level(total_rate: float, streams: int, window: float, repeats: int, live
     """Median errors at one total rate over `repeats` runs."""
     errors, per_errors, cpus = [], [], []
     for _ in range(repeats):
-        port = _free_port()
-        source = multiprocessing.Process(target=_source, args=(port, total_rate / streams), daemon=True)
-        source.start()
-        time.sleep(0.5)
-        try:
+        with paced_source(total_rate / streams) as port:
             total, per_request, cpu = asyncio.run(_measure(port, streams, window, live_view))
-        finally:
-            source.kill()
-            source.join()
         errors.append(abs(total / total_rate - 1))
         per_errors.append(abs(per_request / (total_rate / streams) - 1))
         cpus.append(cpu)

@@ -15,8 +15,9 @@ from msgspec import UNSET, UnsetType
 
 from runner import crosscheck
 from runner.bundle.schema import ClientCheck, DecodeCell, PrefillPoint
-from runner.client import Client, LoopDetected, RequestFailed, Trace
+from runner.client import Client, Trace
 from runner.crosscheck import Scrape, Scraper, ms, timed_scrape
+from runner.errors import LoopDetected, RequestFailed
 from runner.prompts import Prompt, PromptMaker
 from runner.selfcheck import LoopLag, burst_share
 

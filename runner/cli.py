@@ -10,12 +10,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from runner.bundle.error_lines import print_error
+from runner.bundle.overrides import METADATA_FLAGS, Metadata
+from runner.errors import OptionError
 from runner.options import (
-    DEFAULT_BASE_URL,
-    METADATA_FLAGS,
-    Metadata,
-    MetadataFlag,
-    OptionError,
+    ID_FLAG,
     Options,
     parse_base_url,
     parse_count,
@@ -26,10 +25,7 @@ from runner.plan import DEFAULT_CONTEXTS_TEXT, DEFAULT_PREFILL_TEXT
 if TYPE_CHECKING:
     from runner.progress import RunEvents
 
-_METADATA_FLAGS = (
-    MetadataFlag("--id", "id", str, "Bundle id (slug); default: model, GPU, engine and date."),
-    *METADATA_FLAGS,
-)
+_METADATA_FLAGS = (ID_FLAG, *METADATA_FLAGS)
 
 
 def _parsed_option(parser: Callable[[str], Any], item: Callable[[str], int] | None = None) -> Callable:
@@ -44,8 +40,10 @@ def _parsed_option(parser: Callable[[str], Any], item: Callable[[str], int] | No
     return convert
 
 
+# The defaults --help shows are those of Options, so the two cannot drift apart.
+_DEFAULT = Options()
 _SERVER_OPTIONS: dict[str, Callable[[Callable], Callable]] = {
-    "base_url": click.option("--base-url", default=DEFAULT_BASE_URL, show_default=True, callback=_parsed_option(parse_base_url),
+    "base_url": click.option("--base-url", default=_DEFAULT.base_url, show_default=True, callback=_parsed_option(parse_base_url),
                              help="OpenAI-compatible base URL."),
     "model": click.option("--model", default=None,
                           help="Served model to measure, as /v1/models lists it (default: the server's only model); "
@@ -54,18 +52,18 @@ _SERVER_OPTIONS: dict[str, Callable[[Callable], Callable]] = {
                              help=f"Decode contexts, e.g. 8K,16K or token counts (default: {DEFAULT_CONTEXTS_TEXT})."),
     "prefill_contexts": click.option("--prefill-contexts", callback=_parsed_option(parse_list),
                                      help=f"Prefill contexts (default: {DEFAULT_PREFILL_TEXT})."),
-    "concurrency": click.option("--concurrency", default="1,2,4,8,16,32,64,128", show_default=True,
+    "concurrency": click.option("--concurrency", default=",".join(map(str, _DEFAULT.concurrency)), show_default=True,
                                 callback=_parsed_option(parse_list, parse_count), help="Simultaneous requests per column."),
-    "duration": click.option("--duration", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Seconds per measurement."),
-    "repeats": click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
+    "duration": click.option("--duration", type=click.FloatRange(min=0.1), default=_DEFAULT.duration, show_default=True, help="Seconds per measurement."),
+    "repeats": click.option("--repeats", type=click.IntRange(min=1), default=_DEFAULT.repeats, show_default=True,
                             help="Measure each decode cell this many times, in passes spread across the run; "
                                  "a cell's figures are the medians of its repeats."),
-    "max_output": click.option("--max-output", type=click.IntRange(min=1), default=4096, show_default=True, help="Max output tokens per request."),
+    "max_output": click.option("--max-output", type=click.IntRange(min=1), default=_DEFAULT.max_output, show_default=True, help="Max output tokens per request."),
     "kv_capacity": click.option("--kv-capacity", type=click.IntRange(min=1), default=None, help="KV cache size in tokens (default: from the server)."),
-    "api_key_env": click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Environment variable holding the API key."),
+    "api_key_env": click.option("--api-key-env", default=_DEFAULT.api_key_env, show_default=True, help="Environment variable holding the API key."),
     "launch_command": click.option("--launch-command", default=None, help="The command that started the server (secrets are redacted)."),
-    "stall_timeout": click.option("--stall-timeout", type=click.FloatRange(min=0.1), default=20.0, show_default=True, help="Seconds without a new token mid-stream (keepalives do not count) before the cell fails."),
-    "ready_timeout": click.option("--ready-timeout", type=click.FloatRange(min=0), default=60.0, show_default=True, help="Seconds to wait for the server to become ready."),
+    "stall_timeout": click.option("--stall-timeout", type=click.FloatRange(min=0.1), default=_DEFAULT.stall_timeout, show_default=True, help="Seconds without a new token mid-stream (keepalives do not count) before the cell fails."),
+    "ready_timeout": click.option("--ready-timeout", type=click.FloatRange(min=0), default=_DEFAULT.ready_timeout, show_default=True, help="Seconds to wait for the server to become ready."),
 }
 # What `runner simulate` decides itself: the simulator's URL and its one model, it asks for no key,
 # and it is listening before the measurement starts.
@@ -114,7 +112,7 @@ def _options(params: dict[str, Any]) -> Options:
 
 def _fail(message: str, status: int = 1) -> NoReturn:
     """End the program with one `error: …` line, the form sitegen's errors take too."""
-    click.echo(f"error: {message}", err=True)
+    print_error(message)
     sys.exit(status)
 
 
@@ -123,8 +121,8 @@ def _run(coroutine_factory: Callable[[], Any], reporter: RunEvents | None = None
 
     After Ctrl-C, the line gives the command that resumes the run `reporter` was showing.
     """
+    from runner.errors import MeasureError
     from runner.journal import journal_path
-    from runner.measure import MeasureError
     from runner.progress import resume_command
 
     try:
@@ -149,9 +147,9 @@ def main() -> None:
 @_server_options()
 def probe(**params: Any) -> None:
     """Print what would be recorded and the planned matrix, without measuring."""
-    from runner.probe_report import probe_report
+    from runner.run_preview import run_preview
 
-    click.echo(_run(lambda: probe_report(_options(params))))
+    click.echo(_run(lambda: run_preview(_options(params))))
 
 
 @main.command()

@@ -1,4 +1,4 @@
-"""The HTTP side of the runner: an httpx async client, SSE stream parsing and token counting.
+"""The HTTP side of the runner: an httpx async client, SSE events (httpx-sse) and token counting.
 
 Tokens are counted from the server's running count where it sends one: vLLM's (and
 SGLang's) continuous_usage_stats put completion_tokens in every chunk, llama.cpp's
@@ -10,21 +10,16 @@ difference settled by its final usage report; `Trace.counted_by` says which way 
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import msgspec
+from httpx_sse import EventSource, SSEError
 
+from runner.errors import LoopDetected, RequestFailed
 from runner.loops import LoopDetector
-
-
-class RequestFailed(Exception):
-    """A request could not be completed; str() is a one-line reason fit for a bundle."""
-
-
-class LoopDetected(Exception):
-    """A stream's text became an exact repetition (see runner.loops)."""
 
 
 class _Usage(msgspec.Struct):
@@ -101,6 +96,37 @@ def _excerpt(data: bytes, limit: int = 200) -> str:
     """A short single-line excerpt of a server answer for an error message."""
     text = data.decode("utf-8", "replace").replace("\n", " ").strip()
     return text[:limit] + ("…" if len(text) > limit else "")
+
+
+class _Wire(httpx.AsyncByteStream):
+    """The stream's bytes as httpx-sse reads them, checked at each network read as they arrive.
+
+    `arrived` is when the latest read came, so the events in it share that time; a line may not
+    grow past MAX_LINE_BYTES; and once a read's events are handled, more than `limit` seconds
+    since the last token fails the stream, however many keepalives came meanwhile.
+    """
+
+    def __init__(self, response: httpx.Response, trace: Trace, limit: float | None) -> None:
+        """Read `response` for `trace`; `limit` None leaves silence to a watchdog."""
+        self._source, self._trace, self._limit = response, trace, limit
+        self.arrived = time.perf_counter()
+        # The body decoded already (gzip and such), so only the content type carries over.
+        self.response = httpx.Response(200, headers={"content-type": response.headers.get("content-type", "")},
+                                       stream=self)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        """Each read of the body, after its checks."""
+        open_line = 0  # bytes since the last line break
+        async for data in self._source.aiter_bytes():
+            self.arrived = time.perf_counter()
+            end = max(data.rfind(b"\n"), data.rfind(b"\r"))
+            open_line = len(data) - end - 1 if end >= 0 else open_line + len(data)
+            if open_line > MAX_LINE_BYTES:
+                raise RequestFailed(f"the server sent a line of more than {MAX_LINE_BYTES:,} bytes without a newline")
+            yield data
+            # httpx-sse asks for the next read only when it has handed out every event of this one.
+            if self._limit is not None and self.arrived - self._trace.last_seen > self._limit:
+                raise RequestFailed(f"no tokens from the server for {self._limit:g} s, only keepalives or empty data")
 
 
 class Client:
@@ -187,36 +213,34 @@ class Client:
 
     async def _read_events(self, response: httpx.Response, trace: Trace, expect_model: str | None,
                            limit: float | None, max_tokens: int | None) -> None:
-        """Parse SSE `data:` lines as they arrive; every chunk of one read shares its arrival time.
+        """Parse the stream's events (httpx-sse) as they arrive; every chunk of one read shares its arrival time.
 
         Bytes that bring no token (keepalive comments, empty chunks, a line without its newline)
         do not hold the stall timeout off, and a stream going on far past max_tokens fails.
         """
-        pending = b""
-        async for data in response.aiter_bytes():
-            now = time.perf_counter()
-            pending += data
-            lines = pending.split(b"\n") if b"\n" in data else [pending]
-            pending = lines.pop()
-            if len(pending) > MAX_LINE_BYTES:
-                raise RequestFailed(f"the server sent a line of more than {MAX_LINE_BYTES:,} bytes without a newline")
-            for line in lines:
-                if not line.startswith(b"data:"):
+        wire = _Wire(response, trace, limit)
+        events = EventSource(wire.response).aiter_sse()
+        try:
+            async for event in events:
+                payload = event.data.strip()
+                if not payload:
                     continue
-                payload = line[5:].strip()
-                if payload == b"[DONE]":
+                if payload == "[DONE]":
                     trace.finished = True
-                    trace.end = trace.end or now
+                    trace.end = trace.end or wire.arrived
                     return
                 try:
                     chunk = _chunk_decoder.decode(payload)
                 except msgspec.DecodeError:
-                    raise RequestFailed(f"malformed SSE data from the server: {_excerpt(payload, 80)}") from None
-                self._take(chunk, trace, now, expect_model)
-            if max_tokens and trace.tokens > 2 * max_tokens + 16:
-                raise RequestFailed(f"the stream went on past {trace.tokens} tokens without finishing (max_tokens {max_tokens})")
-            if limit is not None and now - trace.last_seen > limit:
-                raise RequestFailed(f"no tokens from the server for {limit:g} s, only keepalives or empty data")
+                    raise RequestFailed(f"malformed SSE data from the server: {_excerpt(payload.encode(), 80)}") from None
+                self._take(chunk, trace, wire.arrived, expect_model)
+                if max_tokens and trace.tokens > 2 * max_tokens + 16:
+                    raise RequestFailed(f"the stream went on past {trace.tokens} tokens without finishing (max_tokens {max_tokens})")
+        except SSEError:
+            kind = response.headers.get("content-type", "")
+            raise RequestFailed(f"the server answered with Content-Type {kind!r}, not an event stream") from None
+        finally:
+            await events.aclose()
 
     @staticmethod
     def _take(chunk: _Chunk, trace: Trace, now: float, expect_model: str | None) -> None:

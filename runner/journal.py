@@ -1,4 +1,4 @@
-"""The run journal (JSON lines, fsync'd per cell) and atomic bundle writes: nothing finished is lost.
+"""The run journal (JSON lines, fsync'd per cell): nothing finished is lost.
 
 Line one is the header (the bundle's metadata and the planned matrix); every further line
 is one finished prefill point or decode cell. A crash can at worst cut the last line short,
@@ -15,13 +15,10 @@ from typing import BinaryIO
 
 import msgspec
 
-from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint, encode_bundle
+from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
+from runner.errors import JournalError
 from runner.plan import PlanSpec
 from runner.repeats import combine
-
-
-class JournalError(Exception):
-    """The journal cannot be used; str() is one line for the user."""
 
 
 class Header(msgspec.Struct, tag="header", tag_field="kind", kw_only=True):
@@ -183,23 +180,3 @@ def _locked(path: Path, handle: BinaryIO) -> BinaryIO:
         raise JournalError(f"{path} is in use by another runner measuring this run; "
                            "let it finish (or stop it) before resuming") from None
     return handle
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that readers see the old or the new file, never half; no temporary file stays."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with temporary.open("wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
-def write_bundle(path: Path, bundle: Bundle) -> None:
-    """Write `bundle` to `path` atomically."""
-    write_atomically(path, encode_bundle(bundle))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import shlex
-
 import msgspec
+
+from runner.bundle.launch_words import launch_words
 
 
 class LaunchFacts(msgspec.Struct, kw_only=True):
@@ -53,10 +53,7 @@ def parse_launch(command: str | None) -> LaunchFacts:
     if not command:
         return facts
     facts.given = True
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
+    words = launch_words(command)
     for i, word in enumerate(words):
         flag, _, value = word.partition("=")
         if flag in _KV_UNIFIED:

@@ -21,7 +21,8 @@ from rich.live import Live
 from rich.text import Text
 
 from runner.bundle import display, formats
-from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint, context_label
+from runner.bundle.formats import context_label
+from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
 from runner.plan import PlanSpec
 from runner.progress import duration_text, item_label
 

@@ -6,51 +6,55 @@ import asyncio
 import datetime as dt
 import os
 import secrets
+import statistics
 import sys
 import time
 from pathlib import Path
 
+from runner.bundle.files import write_bundle
 from runner.bundle.redact import redact
 from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
 from runner.cell import CellRunner
-from runner.client import Client, RequestFailed, Trace
+from runner.client import Client, Trace
+from runner.errors import (
+    JournalError,
+    MeasureError,
+    OptionError,
+    RequestFailed,
+    ServerError,
+)
 from runner.hardware import detect_gpus
-from runner.journal import Header, Journal, JournalError, journal_path, write_bundle
+from runner.journal import Header, Journal, journal_path
 from runner.metadata import (
     CHUNK_COUNTING_NOTE,
     build_header,
     check_bundle_fields,
     is_local,
 )
-from runner.options import OptionError, Options
+from runner.options import Options
 from runner.plan import (
+    CELL_OVERHEAD_S,
     Item,
-    PlanSpec,
-    default_contexts,
-    default_prefill_contexts,
+    estimate_seconds,
     measuring_order,
     over_capacity,
+    plan_for,
 )
-from runner.probe import (
-    ServerError,
+from runner.progress import RunEvents, item_label, reporter_for, reporting
+from runner.prompts import PromptMaker, request_body
+from runner.server_facts import (
     ServerFacts,
     busy_requests,
     probe_server,
     scrape,
     wait_ready,
 )
-from runner.progress import RunEvents, item_label, reporter_for, reporting
-from runner.prompts import PromptMaker, request_body
 
 DEFAULT_RUNS_DIR = Path("content/runs")
 # Before a cold prefill, wait up to SETTLE_S for streams the last cell cut off to drain from the
 # server; without a running gauge to watch, wait SETTLE_BLIND_S.
 SETTLE_S = 10.0
 SETTLE_BLIND_S = 1.0
-
-
-class MeasureError(Exception):
-    """The run stopped cleanly; str() is one line for the user."""
 
 
 TOKEN_COUNTS = {
@@ -68,18 +72,6 @@ async def first_request(client: Client, facts: ServerFacts) -> str:
     except RequestFailed as exc:
         raise MeasureError(f"the server failed a first test request: {exc}") from None
     return trace.counted_by
-
-
-def plan_for(options: Options, facts: ServerFacts) -> PlanSpec:
-    """The matrix to measure: the user's lists, or defaults from the server's max length."""
-    max_len = facts.max_model_len
-    if options.contexts is None and max_len is None:
-        raise MeasureError("the server does not report its max model length; pass --contexts")
-    contexts = options.contexts or default_contexts(max_len, options.max_output)
-    prefill = options.prefill_contexts or default_prefill_contexts(contexts, max_len)
-    return PlanSpec(contexts=contexts, prefill_contexts=prefill, concurrency=list(options.concurrency),
-                    duration=options.duration, max_output=options.max_output,
-                    kv_capacity=facts.kv_capacity, max_model_len=max_len, repeats=options.repeats)
 
 
 def _find_journal(options: Options) -> Path:
@@ -124,16 +116,10 @@ class Measurement:
         self.cells.on_phase = progress.phase
         self.window_overhead: list[float] = []
 
-    def items(self) -> list[Item]:
-        """Every item in measuring order, (C, N, repeat); (C, None, 0) is the prefill point at C."""
-        return measuring_order(self.plan)
-
     def _eta(self, remaining: list[Item]) -> float:
-        """Seconds left: each decode cell to run costs its window plus the overhead seen so far."""
-        overhead = sum(self.window_overhead) / len(self.window_overhead) if self.window_overhead else 2.0
-        cells = sum(1 for c, n, _ in remaining if n is not None
-                    and not over_capacity(c, n, self.plan.max_output, self.plan.kv_capacity))
-        return cells * (self.plan.duration + overhead)
+        """Seconds left, each decode cell costing its window plus the mean overhead seen so far."""
+        overhead = statistics.fmean(self.window_overhead) if self.window_overhead else CELL_OVERHEAD_S
+        return estimate_seconds(self.plan, remaining, overhead)
 
     async def run(self) -> Bundle:
         """Measure every unfinished item; the bundle on disk is complete after each one."""
@@ -146,7 +132,7 @@ class Measurement:
         write_bundle(self.out, self.journal.bundle())
         if not left_to_measure(self.journal):
             self.progress.note("nothing left to measure: every item of this run is finished")
-        items = self.items()
+        items = measuring_order(self.plan)
         self.progress.run_started(self.plan, self.journal.bundle(), self.out,
                                   len(items) - left_to_measure(self.journal), len(items))
         for index, (context, concurrency, repeat) in enumerate(items):
@@ -221,7 +207,7 @@ class Measurement:
         try:
             await wait_ready(self.client, min(10.0, self.options.ready_timeout))
         except ServerError:
-            kept = len(self.items()) - left_to_measure(self.journal)
+            kept = len(measuring_order(self.plan)) - left_to_measure(self.journal)
             raise MeasureError(
                 f"the server at {self.client.base_url} stopped answering ({reason}); {kept} finished "
                 f"cells are kept in {self.journal.path}; rerun with --resume to finish the matrix") from None

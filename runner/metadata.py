@@ -9,8 +9,10 @@ from importlib import metadata as dist_metadata
 from urllib.parse import urlsplit
 
 import msgspec
-from slugify import slugify
 
+from runner.bundle.error_lines import validation_parts
+from runner.bundle.ids import not_a_run_id, run_id
+from runner.bundle.overrides import METADATA_FLAGS, Metadata
 from runner.bundle.redact import redact_fields
 from runner.bundle.schema import (
     Bundle,
@@ -20,10 +22,11 @@ from runner.bundle.schema import (
     decode_bundle,
     encode_bundle,
 )
+from runner.errors import OptionError
 from runner.hardware import GpuInfo, client_machine, local_os
 from runner.launch import parse_launch
-from runner.options import METADATA_FLAGS, Metadata, MetadataFlag, OptionError, Options
-from runner.probe import ServerFacts
+from runner.options import ID_FLAG, Options
+from runner.server_facts import ServerFacts
 
 SIMULATOR_ENGINE = "speed-matrix simulator"
 SIMULATED_ORIGIN = "runner (simulated)"
@@ -46,11 +49,6 @@ def runner_version() -> str:
         return "dev"
 
 
-def slug(*parts: str | None) -> str:
-    """A run id: the parts joined and transliterated ("通义千问" -> "tong-yi-qian-wen"), at most 120 characters."""
-    return slugify("-".join(p for p in parts if p), max_length=120, word_boundary=False) or "run"
-
-
 # Where each override lands in the bundle, so a value the bundle cannot hold is named by its flag.
 _SECTIONS = {"hardware_type": ("hardware", "type"), "gpu": ("hardware", "gpu"), "gpu_count": ("hardware", "gpu_count"),
              "vram_per_gpu_gb": ("hardware", "vram_per_gpu_gb"), "os": ("hardware", "os"),
@@ -59,7 +57,7 @@ _SECTIONS = {"hardware_type": ("hardware", "type"), "gpu": ("hardware", "gpu"), 
              "repository": ("engine", "repository"), "build": ("engine", "build"), "commit": ("engine", "commit"),
              "served_model": ("run", "served_model"), "revision": ("run", "revision")}
 _FLAG_AT = {"$." + ".".join(_SECTIONS.get(flag.field, (flag.field,))): flag.flag
-            for flag in (*METADATA_FLAGS, MetadataFlag("--id", "id", str, ""))}
+            for flag in (*METADATA_FLAGS, ID_FLAG)}
 
 
 def check_overrides(meta: Metadata) -> None:
@@ -88,12 +86,11 @@ def check_bundle_fields(bundle: Bundle) -> None:
         raise _schema_error(exc, bundle.id) from None
 
 
-def _schema_error(exc: msgspec.ValidationError, run_id: str) -> OptionError:
+def _schema_error(exc: msgspec.ValidationError, bad_id: str) -> OptionError:
     """A schema error as one line naming the flag that set the field."""
-    message, _, where = str(exc).partition(" - at `")
-    where = where.rstrip("`") or "$"
+    where, message = validation_parts(exc)
     if where == "$.id":
-        message = f"{run_id!r} is not a run id: lowercase ASCII letters, digits and inner hyphens, at most 120 characters"
+        message = not_a_run_id(bad_id)
     return OptionError(f"{_FLAG_AT.get(where, where)}: {message}")
 
 
@@ -148,7 +145,7 @@ def build_header(options: Options, facts: ServerFacts, gpus: GpuInfo | None, api
     )
     model = meta.model or display_name(facts.model)
     return redact_fields(Bundle(
-        id=meta.id or slug(model, hardware.gpu, engine_name, started.strftime("%Y-%m-%d-%H%M")),
+        id=meta.id or run_id(model, hardware.gpu, engine_name, started.strftime("%Y-%m-%d-%H%M")),
         model=model,
         measured_at=started,
         submitter=meta.submitter,

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from itertools import groupby
+from operator import itemgetter
+from typing import TYPE_CHECKING
+
 import msgspec
+
+from runner.errors import MeasureError
+
+if TYPE_CHECKING:
+    from runner.options import Options
+    from runner.server_facts import ServerFacts
 
 MIN_DEFAULT_CONTEXT = 8192
 HEADROOM_TOKENS = 1024
-# Rough cost of warming prompts and starting streams, per decode cell, for the ETA.
+# Rough cost of warming prompts and starting streams, per decode cell, for the ETA until one is measured.
 CELL_OVERHEAD_S = 2.0
+# Rough prefill speed, for the estimate of the prefill points.
+PREFILL_TOK_S = 10_000.0
 # The defaults in words, for --help; they follow the constants so the two cannot drift apart.
 DEFAULT_CONTEXTS_TEXT = (f"powers of two from {MIN_DEFAULT_CONTEXT // 1024}K below the usable maximum, then the "
                          f"usable maximum = max model length − max output − {HEADROOM_TOKENS // 1024}K")
@@ -25,6 +37,18 @@ class PlanSpec(msgspec.Struct, kw_only=True):
     kv_capacity: int | None = None
     max_model_len: int | None = None
     repeats: int = 1
+
+
+def plan_for(options: Options, facts: ServerFacts) -> PlanSpec:
+    """The matrix to measure: the user's lists, or defaults from the server's max length."""
+    max_len = facts.max_model_len
+    if options.contexts is None and max_len is None:
+        raise MeasureError("the server does not report its max model length; pass --contexts")
+    contexts = options.contexts or default_contexts(max_len, options.max_output)
+    prefill = options.prefill_contexts or default_prefill_contexts(contexts, max_len)
+    return PlanSpec(contexts=contexts, prefill_contexts=prefill, concurrency=list(options.concurrency),
+                    duration=options.duration, max_output=options.max_output,
+                    kv_capacity=facts.kv_capacity, max_model_len=max_len, repeats=options.repeats)
 
 
 def usable_max_context(max_model_len: int, max_output: int) -> int:
@@ -62,6 +86,11 @@ def decode_cells(spec: PlanSpec) -> list[tuple[int, int]]:
 Item = tuple[int, int | None, int]
 
 
+def runs(spec: PlanSpec, context: int, concurrency: int) -> bool:
+    """True when the decode cell is measured, i.e. not over capacity."""
+    return not over_capacity(context, concurrency, spec.max_output, spec.kv_capacity)
+
+
 def measuring_order(spec: PlanSpec) -> list[Item]:
     """Every item of the run in measuring order.
 
@@ -69,17 +98,22 @@ def measuring_order(spec: PlanSpec) -> list[Item]:
     repeats, every decode cell that will run is measured again in each further pass, so a
     cell's repeats lie a whole pass apart, not back to back.
     """
-    rows = [[(c, None, 0)] * (c in spec.prefill_contexts) + [(c, n, 0) for n in spec.concurrency] for c in spec.contexts]
+    cells = decode_cells(spec)
+    first: list[Item] = []
+    for context, row in groupby(cells, key=itemgetter(0)):
+        first += [(context, None, 0)] * (context in spec.prefill_contexts) + [(c, n, 0) for c, n in row]
     extra = [(c, None, 0) for c in spec.prefill_contexts if c not in spec.contexts]
-    runs = [(c, n) for c, n in decode_cells(spec) if not over_capacity(c, n, spec.max_output, spec.kv_capacity)]
-    return [item for row in rows for item in row] + extra + [(c, n, r) for r in range(1, spec.repeats) for c, n in runs]
+    again = [(c, n, r) for r in range(1, spec.repeats) for c, n in cells if runs(spec, c, n)]
+    return first + extra + again
 
 
-def estimate_seconds(spec: PlanSpec, prefill_tok_s: float = 10_000.0) -> float:
-    """Rough wall time of the whole matrix, for `runner probe` and the progress ETA."""
-    seconds = 0.0
-    for context, concurrency in decode_cells(spec):
-        if not over_capacity(context, concurrency, spec.max_output, spec.kv_capacity):
-            seconds += (spec.duration + CELL_OVERHEAD_S) * spec.repeats
-    seconds += sum(spec.prefill_contexts) / prefill_tok_s
-    return seconds
+def estimate_seconds(spec: PlanSpec, items: list[Item] | None = None, cell_overhead_s: float = CELL_OVERHEAD_S) -> float:
+    """Rough wall time of `items` (default: the whole run), for `runner probe` and the progress ETA.
+
+    Each decode cell that runs costs its window plus `cell_overhead_s`, each prefill point its
+    prompt at PREFILL_TOK_S.
+    """
+    items = measuring_order(spec) if items is None else items
+    decode = sum(1 for c, n, _ in items if n is not None and runs(spec, c, n))
+    prefill = sum(c for c, n, _ in items if n is None)
+    return decode * (spec.duration + cell_overhead_s) + prefill / PREFILL_TOK_S

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Protocol, TextIO
 
 from runner.bundle import formats
+from runner.bundle.formats import context_label
 from runner.bundle.redact import redact
-from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint, context_label
+from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
 from runner.plan import PlanSpec
 
 

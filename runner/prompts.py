@@ -15,7 +15,8 @@ from typing import Literal
 
 import msgspec
 
-from runner.client import Client, RequestFailed, Trace
+from runner.client import Client, Trace
+from runner.errors import RequestFailed
 
 Mode = Literal["ids", "text", "calibrated"]
 

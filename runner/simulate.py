@@ -2,56 +2,36 @@
 
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 
 import msgspec
 
+from runner.bundle.error_lines import decode_parts, located
+from runner.bundle.files import Unreadable, read_input
+from runner.errors import OptionError
 from runner.measure import measure
-from runner.options import OptionError, Options
+from runner.options import Options
 from runner.progress import RunEvents
 from runner.simulator import SimConfig, running_simulator
 from runner.simulator.config import decode_config
-
-# msgspec's "<what> - at `$.path`", its two kinds of <what> we reword, and its type names in words.
-_AT = re.compile(r"^(?P<what>.*?)(?: - at `(?P<where>[^`]*)`)?$", re.DOTALL)
-_UNKNOWN = re.compile(r"^Object contains unknown field `(?P<name>[^`]*)`$")
-_EXPECTED = re.compile(r"^Expected `(?P<kinds>[^`]*)`(?P<limit>.*?)(?:, got `[^`]*`)?$")
-_KINDS = {"float": "a number", "int": "a whole number", "str": "a string", "bool": "true or false",
-          "object": "an object", "array": "a list", "null": "null"}
 
 
 def load_sim_config(path: Path | None) -> SimConfig:
     """Simulator settings from a JSON file, or the defaults; raises OptionError naming file and field."""
     if path is None:
         return SimConfig()
-    if not path.is_file():  # a FIFO would block the read forever
-        raise OptionError(f"{path}: cannot read: not a regular file")
     try:
-        config = decode_config(path.read_bytes())
-    except OSError as exc:
-        raise OptionError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except msgspec.ValidationError as exc:  # before DecodeError, its base class
-        raise OptionError(f"{path}: {_validation_line(str(exc))}") from None
-    except msgspec.DecodeError as exc:
-        raise OptionError(f"{path}: invalid JSON: {exc}") from None
+        data = read_input(path)
+    except Unreadable as exc:
+        raise OptionError(located(path, None, str(exc))) from None
+    try:
+        config = decode_config(data)
+    except msgspec.DecodeError as exc:  # a ValidationError too
+        raise OptionError(located(path, *decode_parts(data, exc))) from None
     if config.token_log and not Path(config.token_log).parent.is_dir():
-        raise OptionError(f"{path}: $.token_log: no folder {str(Path(config.token_log).parent)!r} to write the log in")
+        raise OptionError(f"{path}:$.token_log: no folder {str(Path(config.token_log).parent)!r} to write the log in")
     return config
-
-
-def _validation_line(message: str) -> str:
-    """msgspec's validation message as `$.field: what is wrong`, e.g. `$.seed: expected a whole number`."""
-    match = _AT.match(message)
-    assert match is not None  # the pattern matches any text
-    what, where = match["what"], match["where"] or "$"
-    if unknown := _UNKNOWN.match(what):
-        return f"{where}.{unknown['name']}: unknown field"
-    if expected := _EXPECTED.match(what):
-        kinds = " or ".join(_KINDS.get(k, k) for k in expected["kinds"].split(" | "))
-        return f"{where}: expected {kinds}{expected['limit']}"
-    return what if where == "$" else f"{where}: {what}"
 
 
 def serve_command(sim_config: Path | None) -> str:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import runner.bundle
+
 # sitegen's own code and the contract package it renders through (schema, formats, display, redaction).
-_CODE_ROOTS = (Path(__file__).resolve().parent, Path(__file__).resolve().parent.parent / "runner" / "bundle")
+_CODE_ROOTS = (Path(__file__).resolve().parent, Path(runner.bundle.__file__).resolve().parent)
 
 
 def digest(*parts: bytes | str) -> str:

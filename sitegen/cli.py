@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -11,14 +10,15 @@ from typing import Any
 
 import click
 
-from runner.bundle.schema import RUN_ID_PATTERN
-from runner.options import METADATA_FLAGS, MetadataFlag
+from runner.bundle.error_lines import print_error
+from runner.bundle.ids import is_run_id, not_a_run_id
+from runner.bundle.overrides import METADATA_FLAGS, MetadataFlag
 from sitegen.errors import InputError, InputErrors, UsageError
 
 
 def _fail(lines: list[str]) -> None:
     for line in lines:
-        click.echo(f"error: {line}", err=True)
+        print_error(line)
     sys.exit(1)
 
 
@@ -90,8 +90,8 @@ def import_command(files: tuple[Path, ...], out: Path, replace: bool, id_: str |
     from sitegen.import_files import import_files
     from sitegen.importers.options import ImportOptions
 
-    if id_ is not None and not re.match(RUN_ID_PATTERN, id_):
-        _fail([f"--id: {id_!r} is not a run id: lowercase ASCII letters, digits and inner hyphens, at most 120"])
+    if id_ is not None and not is_run_id(id_):
+        _fail([f"--id: {not_a_run_id(id_)}"])
     written, errors = import_files(list(files), out, ImportOptions(id=id_, **fields), replace)
     for path in written:
         click.echo(f"wrote {path}")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import shlex
 from collections.abc import Callable, Iterable
 from typing import Protocol, TypeVar
 
 import msgspec
 
+from runner.bundle.launch_words import launch_words
 from runner.bundle.schema import Bundle
 from sitegen.runview import sections
 from sitegen.slug import slugify
@@ -188,14 +188,6 @@ def ratio_matrix(a: Bundle, b: Bundle) -> list[RatioRow]:
     ]
 
 
-def launch_tokens(command: str) -> list[str]:
-    """Shell words of a launch command; plain whitespace split when quoting is unbalanced."""
-    try:
-        return shlex.split(command)
-    except ValueError:
-        return command.split()
-
-
 def is_flag(token: str) -> bool:
     """An option token ("--port", "-e"), not a negative number or a bare dash."""
     return token.startswith("-") and len(token) > 1 and not token[1].isdigit() and token[1] != "."
@@ -206,7 +198,7 @@ def launch_options(command: str | None) -> dict[str, str]:
     """Launch command as {option: value}; words before the first option are "command", a bare flag maps to itself."""
     options: dict[str, list[str]] = {}
     key = "command"
-    for token in launch_tokens(command or ""):
+    for token in launch_words(command):
         if is_flag(token):
             key, _, value = token.partition("=")
             words = options.setdefault(key, [])

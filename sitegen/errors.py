@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from runner.bundle.error_lines import located
+
 
 class InputError(Exception):
     """Bad input the user can fix; printed as one line, never as a traceback."""
@@ -16,8 +18,7 @@ class InputError(Exception):
 
     def line(self) -> str:
         """The one-line form: `file:where: message`."""
-        place = f"{self.path}:{self.where}" if self.where else self.path
-        return f"{place}: {self.message}"
+        return located(self.path, self.where, self.message)
 
 
 class InputErrors(Exception):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.bundle.schema import Bundle, encode_bundle
-from sitegen.atomic import write_atomic
+from runner.bundle.files import write_bundle
+from runner.bundle.schema import Bundle
 from sitegen.errors import InputError, InputErrors
 from sitegen.importers.options import ImportOptions
 from sitegen.importers.registry import read_source, result_files
@@ -85,7 +85,7 @@ def _write(bundles: list[tuple[Path, Bundle]], out: Path, replace: bool, errors:
             continue
         try:
             out.mkdir(parents=True, exist_ok=True)
-            write_atomic(target, encode_bundle(bundle))
+            write_bundle(target, bundle)
         except (OSError, RuntimeError) as exc:  # --out is a file, a symlink loop, read-only, full
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             errors.append(InputError(out, None, f"cannot write {target.name} here: {reason}"))

@@ -5,14 +5,15 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import math
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
 
+from runner.bundle import files
 from runner.bundle.display import VALUED
+from runner.bundle.error_lines import decode_parts, validation_parts
 from runner.bundle.redact import redact, redact_fields
 from runner.bundle.schema import Bundle, decode_bundle, encode_bundle
 from sitegen.errors import InputError
@@ -43,36 +44,15 @@ def decoded(path: Path, data: bytes, decode: Callable[[bytes], T]) -> T:
     """decode(data) with msgspec's errors as one InputError: the field of a wrong value, the line:column of broken JSON."""
     try:
         return decode(data)
-    except msgspec.ValidationError as exc:
-        raise validation_error(path, exc) from None
-    except msgspec.DecodeError as exc:
-        raise _syntax_error(path, data, str(exc)) from None
+    except msgspec.DecodeError as exc:  # a ValidationError too
+        raise InputError(path, *decode_parts(data, exc)) from None
     except RecursionError:
         raise InputError(path, None, "invalid JSON: nested too deeply") from None
 
 
 def validation_error(path: Path, exc: msgspec.ValidationError) -> InputError:
     """msgspec's validation error as one line naming the file and the `$.a.b` field."""
-    return InputError(path, _field_of(str(exc)), _message_of(str(exc)))
-
-
-def _syntax_error(path: Path, data: bytes, message: str) -> InputError:
-    """msgspec's reason at the line:column of its "(byte N)"; a truncated file points just past its last character."""
-    found = re.fullmatch(r"(?:JSON is malformed: )?(.*?)(?: \(byte (\d+)\))?", message, re.S)
-    reason, offset = found[1], found[2]
-    if reason == "Input data was truncated":
-        reason, offset = "unexpected end of file", len(data.rstrip())
-    where = _line_column(data, int(offset)) if offset is not None else None
-    return InputError(path, where, f"invalid JSON: {reason[:1].lower()}{reason[1:]}")
-
-
-def _line_column(data: bytes, offset: int) -> str:
-    """A byte offset as "line:column", both from 1, the column counted in characters as editors count it."""
-    offset = min(offset, len(data))
-    start = data.rfind(b"\n", 0, offset) + 1
-    line = data.count(b"\n", 0, offset) + 1
-    column = len(data[start:offset].decode("utf-8", "replace")) + 1
-    return f"{line}:{column}"
+    return InputError(path, *validation_parts(exc))
 
 
 def scrub(bundle: Bundle) -> Bundle:
@@ -109,14 +89,11 @@ def _strings(value: Any, found: set[str]) -> set[str]:
 
 
 def read_input(path: Path) -> bytes:
-    """The bytes of an input file; a FIFO, device or folder is refused without being opened (it could block forever)."""
+    """The bytes of an input file, or an InputError naming it (runner/bundle/files.py reads it)."""
     try:
-        if not path.is_file():
-            kind = "a folder" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
-            raise InputError(path, None, f"cannot read: {kind}")
-        return path.read_bytes()
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror}") from None
+        return files.read_input(path)
+    except files.Unreadable as exc:
+        raise InputError(path, None, str(exc)) from None
 
 
 def load_bundle(path: Path) -> Bundle:
@@ -150,15 +127,3 @@ def check_bundle(bundle: Bundle, path: Path) -> None:
         if key in seen_cells:
             raise InputError(path, f"$.decode[{i}]", f"cell context {key[0]} × {key[1]} appears twice")
         seen_cells.add(key)
-
-
-def _field_of(message: str) -> str | None:
-    """The `$.a.b` path msgspec puts at the end of a validation message."""
-    marker = " - at `"
-    if marker in message:
-        return message.rsplit(marker, 1)[1].rstrip("`")
-    return "$"
-
-
-def _message_of(message: str) -> str:
-    return message.split(" - at `")[0]

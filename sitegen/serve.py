@@ -19,6 +19,7 @@ from pathlib import Path
 
 import watchfiles
 
+from runner.bundle.error_lines import print_error
 from sitegen.build import build_site, runs_folder
 from sitegen.errors import InputError, InputErrors, UsageError
 from sitegen.render import DEFAULT_TEMPLATES
@@ -98,7 +99,7 @@ class Server:
         except (InputError, InputErrors) as exc:
             errors = exc.errors if isinstance(exc, InputErrors) else [exc]
             for error in errors:
-                print(f"error: {error.line()}", file=sys.stderr, flush=True)
+                print_error(error.line())
             print("build failed; still serving the previous site", file=sys.stderr, flush=True)
             return False
         except Exception:

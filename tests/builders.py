@@ -29,7 +29,8 @@ from runner.bundle.schema import (
 )
 from runner.client import Trace
 from runner.journal import journal_path
-from runner.measure import MeasureError, measure
+from runner.errors import MeasureError
+from runner.measure import measure
 from runner.options import Options
 from runner.progress import Progress
 from runner.simulator import SimConfig, running_simulator, start_simulator

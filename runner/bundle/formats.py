@@ -11,9 +11,6 @@ import math
 import re
 from decimal import ROUND_HALF_UP, Context, Decimal
 
-# Context labels belong to the bundle contract (runner and sitegen print them alike).
-from runner.bundle.schema import context_label, parse_context_label  # noqa: F401
-
 EMPTY = "—"
 # Enough digits to round any finite float (up to ~1.8e308) to a few places without overflowing.
 _WIDE = Context(prec=400)
@@ -29,6 +26,27 @@ def _round(value: float, places: int) -> Decimal:
 def _trim(number: str) -> str:
     """Drop a trailing ".0" ("12.0" -> "12")."""
     return number[:-2] if number.endswith(".0") else number
+
+
+def context_label(tokens: int) -> str:
+    """A context length as pages and logs print it: tokens / 1024 with a K ("251K" = 257,024)."""
+    if tokens % 1024 == 0:
+        return f"{tokens // 1024}K"
+    if tokens < 1024:
+        return str(tokens)
+    tenths = (Decimal(tokens) / 1024).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+    return f"{tenths}".removesuffix(".0") + "K"
+
+
+def parse_context_label(label: str) -> int:
+    """Inverse of context_label: "8K" -> 8192, "1000" -> 1000."""
+    text = label.strip().replace(",", "")
+    if text.upper().endswith("K"):
+        number = float(text[:-1])
+        if not math.isfinite(number):
+            raise ValueError(f"not a finite number: {label!r}")
+        return int(round(number * 1024))
+    return int(text)
 
 
 def parse_number(text: str) -> float:

@@ -12,8 +12,6 @@ byte, and `None` keeps meaning "the field exists but has no value".
 from __future__ import annotations
 
 import datetime as dt
-import math
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Annotated, Literal
 
 import msgspec
@@ -197,27 +195,6 @@ class Bundle(msgspec.Struct, kw_only=True):
     notes: Text | None = None
     prefill: list[PrefillPoint] = msgspec.field(default_factory=list)
     decode: list[DecodeCell] = msgspec.field(default_factory=list)
-
-
-def context_label(tokens: int) -> str:
-    """A context length as pages and logs print it: tokens / 1024 with a K ("251K" = 257,024)."""
-    if tokens % 1024 == 0:
-        return f"{tokens // 1024}K"
-    if tokens < 1024:
-        return str(tokens)
-    tenths = (Decimal(tokens) / 1024).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
-    return f"{tenths}".removesuffix(".0") + "K"
-
-
-def parse_context_label(label: str) -> int:
-    """Inverse of context_label: "8K" -> 8192, "1000" -> 1000."""
-    text = label.strip().replace(",", "")
-    if text.upper().endswith("K"):
-        number = float(text[:-1])
-        if not math.isfinite(number):
-            raise ValueError(f"not a finite number: {label!r}")
-        return int(round(number * 1024))
-    return int(text)
 
 
 _decoder = msgspec.json.Decoder(Bundle)

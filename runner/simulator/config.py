@@ -69,7 +69,7 @@ class SimConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     loop_after_tokens: Annotated[int, msgspec.Meta(ge=0)] | None = None
     loop_text: Annotated[str, msgspec.Meta(min_length=1)] = " and so it goes on,"
     seed: int = 0
-    # Append every arrival and emitted batch of tokens to this file as JSON lines (see Engine).
+    # Append every arrival and emitted batch of tokens to this file as JSON lines (see BatchEngine).
     token_log: str | None = None
     faults: Faults = msgspec.field(default_factory=Faults)
 

@@ -78,7 +78,7 @@ class SimRequest:
         self.arrived = self.last_emit = 0.0
 
 
-class Engine:
+class BatchEngine:
     """Continuous-batching scheduler over a simulated KV cache."""
 
     def __init__(self, config: SimConfig, tokenizer: Tokenizer, token_log: TextIO | None = None) -> None:

@@ -13,9 +13,9 @@ from collections.abc import Callable
 import msgspec
 
 from runner.simulator.config import SimConfig
-from runner.simulator.engine import Engine, SimRequest
+from runner.simulator.engine import BatchEngine, SimRequest
+from runner.simulator.exposition import render_metrics
 from runner.simulator.faults import Faults, FaultState, StreamFaults, merge_faults
-from runner.simulator.metrics import render_metrics
 from runner.simulator.openai import (
     DONE_EVENT,
     ApiError,
@@ -44,7 +44,7 @@ Parser = Callable[[bytes, SimConfig, Tokenizer], Generation]
 class Routes:
     """Answers requests for one simulated server."""
 
-    def __init__(self, config: SimConfig, tokenizer: Tokenizer, engine: Engine,
+    def __init__(self, config: SimConfig, tokenizer: Tokenizer, engine: BatchEngine,
                  faults: FaultState, set_faults: Callable[[Faults], None]) -> None:
         """Serve `engine`; `set_faults` arms new faults (the server owns their timers)."""
         self.config = config

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from runner.simulator.config import SimConfig
-from runner.simulator.engine import Engine, EngineStats
+from runner.simulator.engine import BatchEngine, EngineStats
 from runner.simulator.faults import Faults, FaultState, merge_faults
 from runner.simulator.protocol import (
     HttpError,
@@ -51,7 +51,7 @@ class SimServer:
         self.port = 0
         self.tokenizer = Tokenizer()
         self._token_log = open(config.token_log, "a", encoding="utf-8", buffering=1) if config.token_log else None
-        self.engine = Engine(config, self.tokenizer, self._token_log)
+        self.engine = BatchEngine(config, self.tokenizer, self._token_log)
         self._loop = asyncio.get_running_loop()
         self._thread_id = threading.get_ident()
         self._fault_state = FaultState(Faults(), self._loop.time(), 0, config.seed)

@@ -16,11 +16,11 @@ from typing import Annotated, Any, TypeVar
 
 import msgspec
 
+from runner.bundle.ids import run_id
 from runner.bundle.schema import Bundle
 from sitegen.errors import InputError
 from sitegen.importers.options import ImportOptions, apply_options
 from sitegen.loader import scrub, validated, validation_error
-from sitegen.slug import slugify
 
 T = TypeVar("T")
 # A figure another tool wrote: a finite number that is not negative (NaN and infinity are refused).
@@ -56,7 +56,7 @@ class Importer(msgspec.Struct, frozen=True):
 
 def slug_id(*parts: str | None) -> str:
     """An imported run's id: a slug of the known parts ("model-gpu-tool-date")."""
-    return slugify("-".join(p for p in parts if p))
+    return run_id(*parts)
 
 
 def finish(found: Found, options: ImportOptions, path: Path) -> Bundle:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from runner.bundle.overrides import Metadata
 from runner.bundle.schema import Bundle
-from runner.options import Metadata
 
 
 class ImportOptions(Metadata, kw_only=True):

@@ -12,8 +12,8 @@ from runner.bundle.schema import decode_bundle
 from runner.client import Client
 from runner.measure import measure
 from runner.options import Options
-from runner.probe import ServerFacts, probe_server
 from runner.progress import Progress
+from runner.server_facts import ServerFacts, probe_server
 from tests.engines.llama_server import (
     SLOTS,
     LlamaServer,

@@ -15,9 +15,9 @@ from runner.client import Client, Trace
 from runner.crosscheck import PER_REQUEST_TOLERANCE
 from runner.measure import measure
 from runner.options import Options
-from runner.probe import ServerFacts, probe_server
 from runner.progress import Progress
 from runner.prompts import request_body
+from runner.server_facts import ServerFacts, probe_server
 from tests.builders import FIGURES
 from tests.engines.sglang_server import (
     KV_TOKENS,

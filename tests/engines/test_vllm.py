@@ -19,8 +19,8 @@ from runner.client import Client
 from runner.journal import journal_path
 from runner.measure import measure
 from runner.options import Options
-from runner.probe import ServerFacts, probe_server
 from runner.progress import Progress
+from runner.server_facts import ServerFacts, probe_server
 from tests.builders import FIGURES
 from tests.engines.vllm_server import KV_TOKENS, MAX_NUM_SEQS, VllmServer
 

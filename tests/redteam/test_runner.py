@@ -68,12 +68,12 @@ def test_measure_on_a_two_model_server_records_the_chosen_model_and_the_display_
     (["--id", "../../escape"], "--id: '../../escape' is not a run id"),
     (["--id", "Bad Id"], "--id: 'Bad Id' is not a run id"),
     (["--id", "-x"], "--id: '-x' is not a run id"),
-    (["--gpu-count", "0"], "--gpu-count: Expected `int` >= 1"),
-    (["--gpu-count", "-3"], "--gpu-count: Expected `int` >= 1"),
-    (["--vram-per-gpu-gb", "-1"], "--vram-per-gpu-gb: Expected `float` >= 0"),
+    (["--gpu-count", "0"], "--gpu-count: expected a whole number >= 1"),
+    (["--gpu-count", "-3"], "--gpu-count: expected a whole number >= 1"),
+    (["--vram-per-gpu-gb", "-1"], "--vram-per-gpu-gb: expected a number >= 0"),
     (["--vram-per-gpu-gb", "nan"], "--vram-per-gpu-gb: not a finite number"),
     (["--vram-per-gpu-gb", "1e308", "--gpu-count", "2"], "too large a total"),
-    (["--model-name", ""], "--model-name: Expected `str` of length >= 1"),
+    (["--model-name", ""], "--model-name: expected a string of length >= 1"),
 ])
 def test_overrides_a_bundle_cannot_hold_stop_before_measuring(tmp_path: Path, flags: list[str], phrase: str) -> None:
     # No server listens at the URL: the check comes first, so nothing is contacted or written.

@@ -7,7 +7,8 @@ import datetime as dt
 import pytest
 
 from runner.bundle.schema import Bundle, DecodeCell, Engine, PrefillPoint
-from runner.journal import Header, Journal, JournalError, journal_path
+from runner.errors import JournalError
+from runner.journal import Header, Journal, journal_path
 from runner.plan import PlanSpec
 
 

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from runner.options import OptionError, parse_list, parse_tokens
+from runner.errors import OptionError
+from runner.options import parse_list, parse_tokens
 
 
 def test_parse_tokens_and_lists() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from runner.client import Client
-from runner.probe import ServerFacts, probe_server
+from runner.server_facts import ServerFacts, probe_server
 from tests.builders import serve_folder
 
 

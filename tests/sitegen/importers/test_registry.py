@@ -11,7 +11,8 @@ import pytest
 from runner.bundle.display import COLD_TTFT_NOTE, LEGEND, PAGE_TEXT, TTFT_NOTE
 from sitegen import loader
 from sitegen.errors import InputError
-from sitegen.importers import importer, registry
+from sitegen.importers import importer as importer_module
+from sitegen.importers import registry
 from sitegen.importers.importer import Source
 from sitegen.importers.options import ImportOptions
 from sitegen.importers.sweep import SweepFile, sweep_bundle
@@ -51,7 +52,7 @@ def test_every_import_is_scrubbed_once_and_checked_once(path: Path, name: str, m
         calls["check"] += 1
         return check(bundle, where)
 
-    for module in (loader, importer):  # importer.py holds its own name for loader.scrub
+    for module in (loader, importer_module):  # importer.py holds its own name for loader.scrub
         monkeypatch.setattr(module, "scrub", counted_scrub)
     monkeypatch.setattr(loader, "check_bundle", counted_check)
     source = registry.read_source(path, ImportOptions(model="given on the command line"))

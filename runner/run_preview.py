@@ -5,19 +5,19 @@ from __future__ import annotations
 import datetime as dt
 import os
 
+from runner.bundle.formats import context_label
 from runner.bundle.redact import redact
-from runner.bundle.schema import context_label
 from runner.client import Client
+from runner.errors import MeasureError, ServerError
 from runner.hardware import detect_gpus
-from runner.measure import MeasureError, plan_for
 from runner.metadata import build_header, is_local
 from runner.options import Options
-from runner.plan import decode_cells, estimate_seconds, over_capacity
-from runner.probe import ServerError, probe_server
+from runner.plan import decode_cells, estimate_seconds, over_capacity, plan_for
 from runner.progress import duration_text
+from runner.server_facts import probe_server
 
 
-async def probe_report(options: Options) -> str:
+async def run_preview(options: Options) -> str:
     """Probe the server and describe the run that `runner measure` would make."""
     api_key = os.environ.get(options.api_key_env) or None
     client = Client(options.base_url, api_key, options.stall_timeout)

@@ -14,15 +14,12 @@ from typing import Any
 import msgspec
 
 from runner import metrics
-from runner.client import Client, RequestFailed
+from runner.client import Client
+from runner.errors import RequestFailed, ServerError
 from runner.launch import parse_launch
 
 # Engines that name themselves in /v1/models' owned_by, spelled as pages print them.
 ENGINE_BY_OWNER = {"tensorrt_llm": "tensorrt-llm"}
-
-
-class ServerError(Exception):
-    """The server cannot be measured (not ready, wrong model, …); str() is one line for the user."""
 
 
 class ServerFacts(msgspec.Struct, kw_only=True):
