@@ -92,7 +92,7 @@ def run_row(summary: RunSummary) -> RunRow:
     """The display strings of one run's row; the peak's cell ("8K × 64") goes on a line of its own."""
     peak_cell = None
     if summary.peak_context_tokens is not None and summary.peak_concurrency is not None:
-        peak_cell = f"{f.context_label(summary.peak_context_tokens)} × {summary.peak_concurrency}"
+        peak_cell = f.cell_label(summary.peak_context_tokens, summary.peak_concurrency)
     return RunRow(
         s=summary,
         engine=" ".join(p for p in (summary.engine, summary.version) if p),

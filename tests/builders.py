@@ -12,11 +12,14 @@ import http.server
 import io
 import json
 import re
+import shutil
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlparse
+
+import pytest
 
 from runner.bundle.schema import (
     Bundle,
@@ -28,12 +31,13 @@ from runner.bundle.schema import (
     decode_bundle,
 )
 from runner.client import Trace
-from runner.journal import journal_path
 from runner.errors import MeasureError
+from runner.journal import journal_path
 from runner.measure import measure
 from runner.options import Options
 from runner.progress import Progress
 from runner.simulator import SimConfig, running_simulator, start_simulator
+from sitegen.build import build_site
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -108,14 +112,16 @@ def make_bundle(
     )
 
 
-def add_synthesized_runs(content: Path, count: int, model: Callable[[int], str], speedup: Callable[[int], float],
-                         gpu: Callable[[int], str] | None = None) -> None:
-    """Write `count` runs into content/runs/, copies of its bundles in turn with their own id, model and date.
+def build_large_site(folder: Path, count: int, model: Callable[[int], str], speedup: Callable[[int], float],
+                     gpu: Callable[[int], str] | None = None, sizes: Sequence[tuple[object, str, int]] = ()) -> Path:
+    """Build content/ and `count` synthesized runs into folder/site, with listing sizes (module, name, value) made small.
 
-    Run i is named by model(i), runs on gpu(i) where given, and measures speedup(i) times the total tok/s.
+    Run i copies the committed bundles in turn with its own id, model(i), date and gpu(i) where
+    given, and measures speedup(i) times their total tok/s.
     """
-    runs = content / "runs"
-    bases = [json.loads(p.read_text()) for p in sorted(runs.glob("*.json"))]
+    content = folder / "content"
+    shutil.copytree(ROOT / "content", content)
+    bases = [json.loads(p.read_text()) for p in sorted((content / "runs").glob("*.json"))]
     for i in range(count):
         bundle = json.loads(json.dumps(bases[i % len(bases)]))
         bundle.update(id=f"run-{i:02d}", model=model(i), measured_at=f"2026-08-{i + 1:02d}T10:00:00Z")
@@ -124,7 +130,13 @@ def add_synthesized_runs(content: Path, count: int, model: Callable[[int], str],
         for cell in bundle["decode"]:
             if cell.get("total_tok_s") is not None:
                 cell["total_tok_s"] = round(cell["total_tok_s"] * speedup(i), 1)
-        (runs / f"run-{i:02d}.json").write_text(json.dumps(bundle))
+        (content / "runs" / f"run-{i:02d}.json").write_text(json.dumps(bundle))
+    out = folder / "site"
+    with pytest.MonkeyPatch.context() as patch:
+        for module, name, value in sizes:
+            patch.setattr(module, name, value)
+        build_site(content, out)
+    return out
 
 
 def read_bundle(path: Path) -> Bundle:

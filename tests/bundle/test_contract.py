@@ -26,7 +26,6 @@ from sitegen.loader import load_bundle
 from tests.builders import ROOT
 
 
-
 def _imports(package: Path) -> dict[str, set[str]]:
     """Every module each file under `package` imports, by file."""
     found: dict[str, set[str]] = {}

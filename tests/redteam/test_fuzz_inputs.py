@@ -17,8 +17,8 @@ from runner.bundle.schema import Bundle, encode_bundle
 from sitegen.build import build_site
 from sitegen.cli import main
 from sitegen.errors import InputError, InputErrors
-from sitegen.importers.registry import import_file
 from sitegen.importers.options import ImportOptions
+from sitegen.importers.registry import import_file
 from sitegen.loader import decode_bundle_file
 from sitegen.runview import run_view
 from tests.builders import FIGURES, FIXTURES, NASTY_STRINGS, ROOT, SEEDS, tree_digest

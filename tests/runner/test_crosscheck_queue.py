@@ -13,7 +13,11 @@ import pytest
 from runner.bundle.schema import ServerCheck
 from runner.crosscheck import Scrape, server_check, server_queued, status
 from runner.metrics import parse_prometheus
-from runner.simulator.histogram import ITL_BUCKETS, QUEUE_BUCKETS, TTFT_BUCKETS  # vLLM's bounds
+from runner.simulator.histogram import (  # vLLM's bounds
+    ITL_BUCKETS,
+    QUEUE_BUCKETS,
+    TTFT_BUCKETS,
+)
 
 
 def histogram_lines(name: str, bounds: tuple[float, ...], observations: list[float]) -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sitegen.build import build_site
-from tests.builders import ROOT, add_synthesized_runs, block_offsite, serve_folder
+from tests.builders import ROOT, block_offsite, build_large_site, serve_folder
 
 pytestmark = pytest.mark.browser
 
@@ -170,17 +170,10 @@ GPUS = ("H200 NVL", "B200", "MI300X")
 def large_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from sitegen import index_view
 
-    content = tmp_path_factory.mktemp("large") / "content"
-    shutil.copytree(ROOT / "content", content)
-    add_synthesized_runs(content, LARGE_RUNS - len(list((content / "runs").glob("*.json"))),
-                         model=lambda i: f"{('Alpha', 'Beta', 'Gamma')[i % 3]}-{i // 3}B", speedup=lambda i: 1 + i / 7,
-                         gpu=lambda i: GPUS[i // 2 % len(GPUS)])
-    out = tmp_path_factory.mktemp("large-built") / "site"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(index_view, "FIRST_SCREEN", 5)
-        patch.setattr(index_view, "CHUNK_RUNS", 4)
-        build_site(content, out)
-    return out
+    return build_large_site(tmp_path_factory.mktemp("large"), LARGE_RUNS - len(list((ROOT / "content" / "runs").glob("*.json"))),
+                            model=lambda i: f"{('Alpha', 'Beta', 'Gamma')[i % 3]}-{i // 3}B", speedup=lambda i: 1 + i / 7,
+                            gpu=lambda i: GPUS[i // 2 % len(GPUS)],
+                            sizes=((index_view, "FIRST_SCREEN", 5), (index_view, "CHUNK_RUNS", 4)))
 
 
 @pytest.fixture(scope="module")

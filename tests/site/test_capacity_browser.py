@@ -19,8 +19,8 @@ from sitegen.capacity import (
     ranked_run,
     ranking,
 )
-from sitegen.importers.registry import import_file
 from sitegen.importers.options import ImportOptions
+from sitegen.importers.registry import import_file
 from tests.builders import SEEDS, block_offsite
 
 pytestmark = pytest.mark.browser

@@ -5,7 +5,6 @@ reader's own targets ranking every run from chunks loaded on demand."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,11 +12,10 @@ import msgspec
 import pytest
 
 from sitegen import capacity, index_view
-from sitegen.build import build_site
 from sitegen.capacity import check_target, ranked_run, ranking
 from sitegen.index_view import RunRecord, ordering
 from sitegen.loader import load_bundle
-from tests.builders import ROOT, add_synthesized_runs, serve_folder
+from tests.builders import build_large_site, serve_folder
 
 RUNS = 14
 
@@ -38,17 +36,10 @@ def test_an_order_puts_runs_without_the_figure_last_either_way_and_keeps_ties_in
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """RUNS runs on top of the committed three; listings show 4 rows and keep 5 runs a chunk, the ranking 4 and 5."""
-    content = tmp_path_factory.mktemp("large") / "content"
-    shutil.copytree(ROOT / "content", content)
-    add_synthesized_runs(content, RUNS, model=lambda i: f"{('alpha', 'Beta', 'gamma')[i % 3]}-{i}B",
-                         speedup=lambda i: 1 + (i * 5 % 7) / 7)
-    out = tmp_path_factory.mktemp("large-built") / "site"
-    with pytest.MonkeyPatch.context() as patch:
-        for module, name, value in ((index_view, "FIRST_SCREEN", 4), (index_view, "CHUNK_RUNS", 5),
-                                    (capacity, "RANKING_SCREEN", 4), (capacity, "RANKING_CHUNK", 5)):
-            patch.setattr(module, name, value)
-        build_site(content, out)
-    return out
+    sizes = ((index_view, "FIRST_SCREEN", 4), (index_view, "CHUNK_RUNS", 5),
+             (capacity, "RANKING_SCREEN", 4), (capacity, "RANKING_CHUNK", 5))
+    return build_large_site(tmp_path_factory.mktemp("large"), RUNS, model=lambda i: f"{('alpha', 'Beta', 'gamma')[i % 3]}-{i}B",
+                            speedup=lambda i: 1 + (i * 5 % 7) / 7, sizes=sizes)
 
 
 @pytest.fixture(scope="module")

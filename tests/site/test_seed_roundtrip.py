@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from sitegen.import_files import import_files
-from sitegen.importers.registry import import_file
 from sitegen.importers.options import ImportOptions
+from sitegen.importers.registry import import_file
 from tests.builders import ROOT, SEEDS, MatrixText, normalize_page_text
 
 

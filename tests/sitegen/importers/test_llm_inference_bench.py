@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from runner.bundle.schema import Bundle, DecodeCell, decode_bundle
 from sitegen.cli import main
 from sitegen.errors import InputError
-from sitegen.importers.registry import import_file
 from sitegen.importers.options import ImportOptions
+from sitegen.importers.registry import import_file
 from tests.builders import FIXTURES, ROOT, SEEDS
 
 FIXTURE = FIXTURES / "llm-inference-bench-0.4.18.json"
