@@ -12,6 +12,7 @@ from typing import TypeVar
 import msgspec
 
 from runner.bundle.schema import ClientMachine
+from runner.priority import current_nice
 
 T = TypeVar("T")
 
@@ -79,7 +80,7 @@ def local_os() -> str:
 
 
 def client_machine() -> ClientMachine:
-    """CPU model, usable cores and memory of this machine: where the client's own load is judged."""
+    """CPU model, usable cores and memory of this machine, and the runner's priority on it: where the client's own load is judged."""
     cpu = None
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -94,4 +95,4 @@ def client_machine() -> ClientMachine:
     except (ValueError, OSError, AttributeError):
         memory = None
     return ClientMachine(cpu=cpu or platform.processor() or None, cores=cores or None,
-                         memory_gb=round(memory, 1) if memory else None)
+                         memory_gb=round(memory, 1) if memory else None, nice=current_nice())

@@ -40,6 +40,7 @@ from runner.plan import (
     over_capacity,
     plan_for,
 )
+from runner.priority import raised_priority
 from runner.progress import RunEvents, item_label, reporter_for, reporting
 from runner.prompts import PromptMaker, request_body
 from runner.server_facts import (
@@ -227,7 +228,17 @@ def _refuse_to_overwrite(out: Path, replace: bool) -> None:
 
 
 async def measure(options: Options, simulated: bool = False, progress: RunEvents | None = None) -> Path:
-    """Run `runner measure`: returns the path of the finished bundle."""
+    """Run `runner measure`: returns the path of the finished bundle.
+
+    The run goes at a raised priority where the system allows it, so that other work on the
+    client machine delays the reading of tokens less (runner.priority); the bundle records it.
+    """
+    with raised_priority():
+        return await _measure_run(options, simulated, progress)
+
+
+async def _measure_run(options: Options, simulated: bool, progress: RunEvents | None) -> Path:
+    """The run itself: probe, then a new journal or the resumed one, then every planned cell."""
     api_key = os.environ.get(options.api_key_env) or None
     client = Client(options.base_url, api_key, options.stall_timeout)
     journal: Journal | None = None

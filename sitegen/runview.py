@@ -290,7 +290,8 @@ def machine_fields(bundle: Bundle) -> list[Field]:
     pairs: list[tuple[str, str | None]] = []
     if client is not None:
         pairs += [("Client CPU", client.cpu), ("Client cores", f.count(client.cores) if client.cores else None),
-                  ("Client memory", f"{f.plain_number(client.memory_gb)} GB" if client.memory_gb else None)]
+                  ("Client memory", f"{f.plain_number(client.memory_gb)} GB" if client.memory_gb else None),
+                  ("Client priority", None if client.nice is msgspec.UNSET else f"nice {client.nice}")]
     pairs += [("GPU driver", hw.gpu_driver or None), ("CUDA", hw.cuda_version or None)]
     return _present(pairs)
 

@@ -43,6 +43,8 @@ class ClientMachine(msgspec.Struct, kw_only=True):
     cpu: Text | None = None
     cores: Annotated[int, msgspec.Meta(ge=1)] | None = None
     memory_gb: Rate | None = None
+    # The runner's nice value while it measured (runner.priority raises it where permitted).
+    nice: Annotated[int, msgspec.Meta(ge=-20, le=19)] | UnsetType = UNSET
 
 
 class Hardware(msgspec.Struct, kw_only=True):
