@@ -71,3 +71,19 @@ def test_dates() -> None:
     assert f.measured_at(other_zone) == "Sep 3, 2026, 14:23 UTC"
     with pytest.raises(ValueError):
         f.parse_measured_at("3 Sep 2026")
+
+
+def test_fast_rounding_agrees_with_decimal_half_up_on_every_kind_of_value() -> None:
+    """The float fast path must print what Decimal half-up prints: random figures of every size,
+    values written exactly on a half ("0.05", "2.675"), negatives, and reprs with an exponent."""
+    import random
+
+    rng = random.Random(20261201)
+    values = [rng.uniform(0, 10 ** rng.randint(0, 7)) for _ in range(20_000)]
+    values += [round(rng.uniform(0, 10_000), rng.randint(0, 4)) for _ in range(20_000)]
+    values += [float(f"{rng.randint(0, 99_999)}.{rng.randint(0, 99)}5") for _ in range(5_000)]
+    values += [-v for v in values[:2_000]] + [0.0, -0.0, 1e-7, 2.5e-5, 1e16, 9999.95, 9999.949999, 0.005, 2.675]
+    for value in values:
+        for places in (0, 1, 2):
+            assert f"{f._round(value, places):,.{places}f}" == f"{f._round_decimal(value, places):,.{places}f}", (value, places)
+            assert (f._round(value, places) < 10_000) == (f._round_decimal(value, places) < 10_000), (value, places)
