@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 
 import pytest
 
@@ -74,16 +75,18 @@ def test_dates() -> None:
 
 
 def test_fast_rounding_agrees_with_decimal_half_up_on_every_kind_of_value() -> None:
-    """The float fast path must print what Decimal half-up prints: random figures of every size,
-    values written exactly on a half ("0.05", "2.675"), negatives, and reprs with an exponent."""
+    """Float formatting must print what Decimal half-up on the repr prints: random figures of every
+    size, values written exactly on a half ("0.05", "2.675") or a hair off one, negatives, huge
+    values and reprs with an exponent; and a figure prints under 10,000 exactly when it rounds so."""
     import random
 
     rng = random.Random(20261201)
-    values = [rng.uniform(0, 10 ** rng.randint(0, 7)) for _ in range(20_000)]
+    values = [rng.uniform(0, 10 ** rng.randint(0, 9)) for _ in range(20_000)]
     values += [round(rng.uniform(0, 10_000), rng.randint(0, 4)) for _ in range(20_000)]
-    values += [float(f"{rng.randint(0, 99_999)}.{rng.randint(0, 99)}5") for _ in range(5_000)]
-    values += [-v for v in values[:2_000]] + [0.0, -0.0, 1e-7, 2.5e-5, 1e16, 9999.95, 9999.949999, 0.005, 2.675]
+    halves = [float(f"{rng.randint(0, 99_999)}.{rng.randint(0, 99)}5") for _ in range(5_000)]
+    values += halves + [math.nextafter(v, math.inf) for v in halves[:1_000]] + [math.nextafter(v, 0) for v in halves[:1_000]]
+    values += [-v for v in values[:2_000]] + [0.0, -0.0, 1e-7, 2.5e-5, 1e16, 1e300, 9999.95, 9999.949999, 0.005, 2.675, 12_000]
     for value in values:
         for places in (0, 1, 2):
-            assert f"{f._round(value, places):,.{places}f}" == f"{f._round_decimal(value, places):,.{places}f}", (value, places)
-            assert (f._round(value, places) < 10_000) == (f._round_decimal(value, places) < 10_000), (value, places)
+            assert f._fixed(value, places) == f"{f._round_decimal(value, places):,.{places}f}", (value, places)
+        assert f._under_ten_thousand(value, f._fixed(value, 1)) == (f._round_decimal(value, 1) < 10_000), value
