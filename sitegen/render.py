@@ -29,9 +29,11 @@ _TO_ESCAPE = re.compile(r"[&<>\"']")
 
 def escape_output(value: object) -> str:
     """What `{{ value }}` writes: markupsafe's escape, which a plain string with nothing to escape
-    (most of a page: figures, labels, statuses) skips. markupsafe makes a Markup object of every
-    value, ~1 us each, and a run page and its comparisons print ~1,200 of them."""
-    if type(value) is str and _TO_ESCAPE.search(value) is None:
+    (most of a page: figures, labels, statuses) skips, as does Markup (escaped already). markupsafe
+    makes a new Markup object of every value, ~1 us each, and a run page and its comparisons print
+    ~1,200 of them."""
+    kind = type(value)
+    if kind is str and _TO_ESCAPE.search(value) is None or kind is Markup:
         return value
     return escape(value)
 
@@ -56,9 +58,35 @@ class SiteEnvironment(jinja2.Environment):
     escape_output = staticmethod(escape_output)
 
 
+def matrix_td(cell: runview.MatrixCell, compact: bool) -> Markup:
+    """One decode matrix cell as `<td>`: status class, heat tint, failure reason as its title, then
+    value, status word and TTFT (not in the `compact` form comparisons show).
+
+    Written here rather than in _decode.html: a page and its comparisons show ~150 cells, and
+    a template spends a dozen output steps on each.
+    """
+    html = f'<td class="cell status-{escape_output(status_class(cell.status))}"'
+    if cell.heat is not None:
+        html += f' style="--heat:{escape_output(str(cell.heat))}"'
+    if cell.error:
+        html += f' title="{escape_output(cell.error)}"'
+    html += ">"
+    if cell.value:
+        html += f'<span class="value">{escape_output(cell.value)}</span>'
+    if cell.note:
+        html += f'<span class="note">{escape_output(cell.note)}</span>'
+    if cell.ttft and not compact:
+        html += f'<span class="ttft">{escape_output(cell.ttft)}</span>'
+    return Markup(html + "</td>")
+
+
 def table_cells(row: list[str]) -> Markup:
-    """A table row's values as `<td>` cells, each escaped (a run page has ~700 such cells)."""
-    return Markup("<td>" + "</td><td>".join(map(escape_output, row)) + "</td>")
+    """A table row's values as `<td>` cells, each escaped (a run page has ~700 such cells).
+
+    A row with nothing to escape (the usual: figures and statuses) is checked in one search.
+    """
+    escaped = row if _TO_ESCAPE.search("".join(row)) is None else map(escape_output, row)
+    return Markup(f"<td>{'</td><td>'.join(escaped)}</td>")
 
 
 def make_environment(templates: Path) -> jinja2.Environment:
@@ -75,6 +103,7 @@ def make_environment(templates: Path) -> jinja2.Environment:
     )
     env.filters["status_class"] = status_class
     env.filters["cells"] = table_cells
+    env.filters["matrix_td"] = matrix_td
     env.globals["site_name"] = SITE_NAME
     env.globals["page_text"] = PAGE_TEXT  # the fixed words of #matrix, which the page importer finds again
     return env
