@@ -203,32 +203,37 @@ def heat_scale(cells: list[DecodeCell]) -> float:
     return max((c.total_tok_s for c in cells if has_value(c)), default=0.0)
 
 
-def matrix_cell(cell: DecodeCell | None, context: str, concurrency: int, top: float) -> MatrixCell:
-    """A cell's display: value and TTFT, a status word, or both for Requests queued."""
-    if cell is None:
+def matrix_cell(cell: DecodeCell | None, texts: list[str] | None, context: str, concurrency: int, top: float) -> MatrixCell:
+    """A cell's display: value and TTFT, a status word, or both for Requests queued.
+
+    `texts` is the cell's row of the measurements table (decode_row), whose figures it shows.
+    """
+    if cell is None or texts is None:
         return MatrixCell(context, concurrency, "", f.EMPTY, "", "", None, None)
     if shows_figures(cell):
-        ttft = f"{f.ms_whole(cell.ttft_ms)} TTFT" if cell.ttft_ms is not None else ""
+        ttft = f"{texts[6]} TTFT" if cell.ttft_ms is not None else ""
         note = "" if cell.status == "Valid" else cell.status
         if cell.status == DISTORTED:
-            return MatrixCell(context, concurrency, cell.status, f.tok_s(cell.total_tok_s), note, ttft, None,
-                              cell.distortion or None)
+            return MatrixCell(context, concurrency, cell.status, texts[4], note, ttft, None, cell.distortion or None)
         # Heat on a log scale, so small contexts' single streams still show a tint.
         heat = math.log1p(cell.total_tok_s) / math.log1p(top) if top > 0 else 0.0
-        return MatrixCell(context, concurrency, cell.status, f.tok_s(cell.total_tok_s), note, ttft, round(heat, 3), None)
+        return MatrixCell(context, concurrency, cell.status, texts[4], note, ttft, round(heat, 3), None)
     return MatrixCell(context, concurrency, cell.status, "", cell.status, "", None, cell.error)
 
 
-def matrix(bundle: Bundle) -> list[MatrixRow]:
-    """Rows by context, columns by concurrency; a cell the run never planned shows "—"."""
+def matrix(bundle: Bundle, rows: dict[tuple[int, int], list[str]]) -> list[MatrixRow]:
+    """Rows by context, columns by concurrency; a cell the run never planned shows "—".
+
+    `rows` are the measurements table's rows by cell (context, concurrency): the figures they format.
+    """
     by_key = {(c.context_tokens, c.concurrency): c for c in bundle.decode}
     top = heat_scale(bundle.decode)
-    rows = []
+    found = []
     for context in contexts_of(bundle):
         label = f.context_label(context)
-        cells = [matrix_cell(by_key.get((context, n)), label, n, top) for n in concurrencies_of(bundle)]
-        rows.append(MatrixRow(label, cells))
-    return rows
+        cells = [matrix_cell(by_key.get((context, n)), rows.get((context, n)), label, n, top) for n in concurrencies_of(bundle)]
+        found.append(MatrixRow(label, cells))
+    return found
 
 
 def legend(bundle: Bundle) -> list[str]:
@@ -297,7 +302,8 @@ def machine_fields(bundle: Bundle) -> list[Field]:
 
 
 def run_view(bundle: Bundle) -> RunView:
-    """Build the whole display view of one run."""
+    """Build the whole display view of one run (each cell's figures formatted once, for the table and the matrix)."""
+    decode_rows = {(c.context_tokens, c.concurrency): decode_row(c) for c in sorted_decode(bundle)}
     return RunView(
         title=title(bundle),
         summary_engine=summary_engine(bundle),
@@ -308,10 +314,10 @@ def run_view(bundle: Bundle) -> RunView:
         launch_command=bundle.launch_command,
         prefill=[prefill_item(p) for p in sorted_prefill(bundle)],
         concurrencies=concurrencies_of(bundle),
-        matrix=matrix(bundle),
+        matrix=matrix(bundle, decode_rows),
         legend=legend(bundle),
         ttft_note=ttft_note(bundle),
-        table=[prefill_row(p) for p in sorted_prefill(bundle)] + [decode_row(c) for c in sorted_decode(bundle)],
+        table=[prefill_row(p) for p in sorted_prefill(bundle)] + list(decode_rows.values()),
         errors=error_lines(bundle),
         distortions=distortion_lines(bundle),
         machine=machine_fields(bundle),
