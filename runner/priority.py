@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,6 +63,32 @@ def _set_session_nice(nice: int) -> None:
             return
 
 
+def guard(nice: int) -> None:
+    """In the guard process: wait until the runner closes the pipe or dies, then put the session's nice value back.
+
+    A runner killed outright (SIGKILL) cannot give back what it raised, and the autogroup is its
+    whole session's, the user's terminal included. The guard shares that session and outlives it.
+    """
+    sys.stdin.buffer.read()
+    if session_nice() != nice:
+        _set_session_nice(nice)
+
+
+def _start_guard(nice: int) -> subprocess.Popen | None:
+    """A guard process (guard) that gives the session back `nice` however the runner ends; None if it cannot start.
+
+    It runs in a process group of its own, so that the terminal's Ctrl-C, which stops the runner,
+    does not stop it first.
+    """
+    code = "import sys; sys.path.insert(0, sys.argv[1]); from runner.priority import guard; guard(int(sys.argv[2]))"
+    try:
+        return subprocess.Popen([sys.executable, "-c", code, str(Path(__file__).resolve().parents[1]), str(nice)],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                process_group=0)
+    except OSError:
+        return None
+
+
 @contextlib.contextmanager
 def raised_priority() -> Iterator[int]:
     """Run the block at RAISED_NICE, thread and session, where the system allows it; put the old values back after.
@@ -73,8 +101,11 @@ def raised_priority() -> Iterator[int]:
     if before > RAISED_NICE:
         with contextlib.suppress(PermissionError):
             os.setpriority(os.PRIO_PROCESS, 0, RAISED_NICE)
+    guard_process = None
     if session_before is not None and session_before > RAISED_NICE:
         _set_session_nice(RAISED_NICE)
+        if session_nice() != session_before:
+            guard_process = _start_guard(session_before)
     try:
         yield current_nice()
     finally:
@@ -82,3 +113,6 @@ def raised_priority() -> Iterator[int]:
             os.setpriority(os.PRIO_PROCESS, 0, before)
         if session_before is not None and session_nice() != session_before:
             _set_session_nice(session_before)
+        if guard_process is not None:
+            guard_process.stdin.close()
+            guard_process.wait()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -10,7 +13,7 @@ import pytest
 from runner import priority
 from runner.priority import RAISED_NICE, current_nice, raised_priority, session_nice
 from runner.simulator import SimConfig
-from tests.builders import measure_simulator
+from tests.builders import ROOT, measure_simulator
 
 
 def _permitted() -> int:
@@ -86,3 +89,21 @@ def test_a_run_records_the_priority_it_measured_at_and_leaves_the_process_as_it_
                                contexts=[1024], prefill_contexts=[1024], concurrency=[1], duration=0.5)
     assert bundle.hardware.client.nice == expected
     assert current_nice() == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or session_nice() is None, reason="raising the session needs CAP_SYS_NICE")
+def test_a_runner_killed_outright_still_gives_its_session_back() -> None:
+    before = session_nice()
+    code = "from runner.priority import raised_priority\nwith raised_priority():\n    print('raised', flush=True)\n    input()"
+    runner = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)  # the same session as this test, so the same autogroup
+    try:
+        assert runner.stdout.readline().strip() == "raised"
+        assert session_nice() == min(before, RAISED_NICE)
+    finally:
+        runner.kill()
+        runner.wait()
+    deadline = time.monotonic() + 10
+    while session_nice() != before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert session_nice() == before
