@@ -16,7 +16,6 @@ import pytest
 
 from runner.bundle.schema import ClientCheck, ServerCheck, decode_bundle
 from runner.client import Client
-from runner.crosscheck import server_queued
 from runner.journal import journal_path
 from runner.measure import measure
 from runner.options import Options
@@ -58,17 +57,12 @@ def test_matrix_statuses_and_every_cell_against_vllms_own_accounting(vllm_server
     assert bundle.hardware.client.cores and bundle.hardware.client.memory_gb
     cells = {(c.context_tokens, c.concurrency): c for c in bundle.decode}
     # Eight requests, four sequences at most: queued by vLLM's own histograms and gauges, even where its
-    # engine starved the client in every window (then the reason is recorded beside the status). In some
-    # fresh-clone CI runs the client's loop stalls for seconds while vLLM serves (issue 9 follows it up),
-    # and vLLM ran about one request at a time with no first token late: its own accounting shows no
-    # queue, and Distorted (with its reason) is the defensible status; never Valid, and never Requests
-    # queued without the server's word.
+    # engine starved the client in a window (then the reason is recorded beside the status). The client
+    # keeps its CPU against vLLM's busy engine only with its session's autogroup raised (runner.priority):
+    # at a thread's nice -10 alone it waited for a CPU through most of each window, and vLLM ran about
+    # one request at a time with no sign of a queue.
     queued = cells[1024, 8]
-    if queued.status != "Requests queued":
-        assert queued.status == "Distorted" and queued.distortion, (queued.status, queued.distortion)
-        assert not server_queued(queued.server, 8), queued.server
-        FIGURES.append(f"vLLM 1K × 8: Distorted, not Requests queued: vLLM had {queued.server.active_mean:.2f} "
-                       f"generating and no late first token; {queued.distortion}")
+    assert queued.status == "Requests queued", (queued.status, queued.distortion, queued.server)
     assert cells[2048, 8].status == "Over capacity"  # 8 × (2,048 + 256) tokens > 16,384
     for key, cell in cells.items():
         if key == (2048, 8):
