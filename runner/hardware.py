@@ -12,7 +12,7 @@ from typing import TypeVar
 import msgspec
 
 from runner.bundle.schema import ClientMachine
-from runner.priority import current_nice
+from runner.priority import current_nice, session_nice
 
 T = TypeVar("T")
 
@@ -94,5 +94,7 @@ def client_machine() -> ClientMachine:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError, AttributeError):
         memory = None
+    session = session_nice()
     return ClientMachine(cpu=cpu or platform.processor() or None, cores=cores or None,
-                         memory_gb=round(memory, 1) if memory else None, nice=current_nice())
+                         memory_gb=round(memory, 1) if memory else None, nice=current_nice(),
+                         session_nice=msgspec.UNSET if session is None else session)

@@ -21,7 +21,7 @@ from runner.bundle.display import (
     shows_figures,
     ttft_note,
 )
-from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
+from runner.bundle.schema import Bundle, ClientMachine, DecodeCell, PrefillPoint
 
 
 class Field(msgspec.Struct, frozen=True):
@@ -288,6 +288,14 @@ def distortion_lines(bundle: Bundle) -> list[str]:
             for c in sorted_decode(bundle) if c.distortion]
 
 
+def client_priority(client: ClientMachine) -> str | None:
+    """The runner's priority as measured: "nice -10", with its session's where recorded ("nice -10, session nice -10")."""
+    if client.nice is msgspec.UNSET:
+        return None
+    session = "" if client.session_nice is msgspec.UNSET else f", session nice {client.session_nice}"
+    return f"nice {client.nice}{session}"
+
+
 def machine_fields(bundle: Bundle) -> list[Field]:
     """The client machine and the GPU driver, where the runner recorded them (outside #matrix)."""
     hw = bundle.hardware
@@ -296,7 +304,7 @@ def machine_fields(bundle: Bundle) -> list[Field]:
     if client is not None:
         pairs += [("Client CPU", client.cpu), ("Client cores", f.count(client.cores) if client.cores else None),
                   ("Client memory", f"{f.plain_number(client.memory_gb)} GB" if client.memory_gb else None),
-                  ("Client priority", None if client.nice is msgspec.UNSET else f"nice {client.nice}")]
+                  ("Client priority", client_priority(client))]
     pairs += [("GPU driver", hw.gpu_driver or None), ("CUDA", hw.cuda_version or None)]
     return _present(pairs)
 

@@ -45,6 +45,8 @@ class ClientMachine(msgspec.Struct, kw_only=True):
     memory_gb: Rate | None = None
     # The runner's nice value while it measured (runner.priority raises it where permitted).
     nice: Annotated[int, msgspec.Meta(ge=-20, le=19)] | UnsetType = UNSET
+    # Its session's (autogroup's) nice value, which orders it against servers in other sessions first.
+    session_nice: Annotated[int, msgspec.Meta(ge=-20, le=19)] | UnsetType = UNSET
 
 
 class Hardware(msgspec.Struct, kw_only=True):

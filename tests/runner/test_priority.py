@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from runner import priority
@@ -88,6 +89,12 @@ def test_a_run_records_the_priority_it_measured_at_and_leaves_the_process_as_it_
     bundle = measure_simulator(SimConfig(max_model_len=4096, base_step_ms=4), tmp_path / "run.json",
                                contexts=[1024], prefill_contexts=[1024], concurrency=[1], duration=0.5)
     assert bundle.hardware.client.nice == expected
+    session = session_nice()
+    if session is None:
+        assert bundle.hardware.client.session_nice is msgspec.UNSET
+    else:  # raised with the thread where permitted, and given back after
+        assert bundle.hardware.client.session_nice == (expected if expected != before else session)
+        assert session_nice() == session
     assert current_nice() == before
 
 

@@ -25,7 +25,7 @@ def test_distorted_cell_legend_reason_and_machine(tmp_path: Path) -> None:
     cell["distortion"] = "TTFT 40.0 ms against the server's 10.0 ms <script>"
     queued = next(c for c in bundle["decode"] if c["status"] == "Requests queued")
     queued["distortion"] = "the client counted 960 tokens, the server generated 1,000 (-4.0%)"
-    bundle["hardware"]["client"] = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 2, "memory_gb": 23.5, "nice": -10}
+    bundle["hardware"]["client"] = {"cpu": "Intel(R) Xeon(R) Processor", "cores": 2, "memory_gb": 23.5, "nice": -10, "session_nice": -10}
     bundle["hardware"]["gpu_driver"] = "570.86.15"
     bundle["hardware"]["cuda_version"] = "12.8"
     path.write_text(json.dumps(bundle))
@@ -40,7 +40,7 @@ def test_distorted_cell_legend_reason_and_machine(tmp_path: Path) -> None:
     assert "Where the figures disagree with the server" in after and "against the server&#39;s 10.0 ms &lt;script&gt;" in after
     assert "(Requests queued): the client counted 960 tokens" in after
     assert "Measuring machine" in after and "Intel(R) Xeon(R) Processor" in after and "570.86.15" in after
-    assert "nice -10" in after
+    assert "nice -10, session nice -10" in after
     assert "Measuring machine" not in matrix and "570.86.15" not in matrix
     rows = {r["id"]: r for r in csv.DictReader(io.StringIO((out / "runs.csv").read_text()))}
     assert rows[RUN]["cells_distorted"] == "1"
