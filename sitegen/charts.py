@@ -11,12 +11,12 @@ never replace them, so only cells with values are plotted.
 from __future__ import annotations
 
 import html
-import json
 from typing import Any, NamedTuple
 
 from runner.bundle.display import prefill_has_value
 from runner.bundle.formats import cell_label, context_label
 from runner.bundle.schema import Bundle, DecodeCell
+from sitegen.fastjson import compact_json
 from sitegen.runview import title
 from sitegen.summary import per_gpu, valued_cells
 
@@ -252,7 +252,7 @@ def frontier_figure(runs: list[tuple[str, str | None, list[Point]]]) -> Figure:
 
 def figure_script_json(fig: Figure) -> str:
     """Compact JSON with sorted keys, safe inside <script type="application/json"> (no <, >, &, U+2028/9)."""
-    return script_safe(json.dumps(fig, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False))
+    return script_safe(compact_json(fig))
 
 
 def script_safe(text: str) -> str:

@@ -49,6 +49,14 @@ def test_compact_json_is_json_dumps_for_strings_keys_and_nesting() -> None:
     assert compact_json(keys) == reference(keys)
 
 
+def test_compact_json_tells_numbers_from_strings_with_quotes_and_backslashes() -> None:
+    rng = random.Random(3)
+    for _ in range(5_000):
+        words = ["".join(rng.choice('\\"e0-.,:[') for _ in range(rng.randint(0, 6))) for _ in range(3)]
+        value = {words[0]: [words[1], rng.choice(EDGES)], "n": rng.choice(EDGES), words[2]: words[1]}
+        assert compact_json(value) == reference(value), value
+
+
 def test_compact_json_takes_the_standard_way_for_what_msgspec_cannot_write() -> None:
     with pytest.raises(TypeError):
         compact_json({"x": object()})
