@@ -11,7 +11,7 @@ never replace them, so only cells with values are plotted.
 from __future__ import annotations
 
 import html
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from runner.bundle.display import prefill_has_value
 from runner.bundle.formats import cell_label, context_label
@@ -188,20 +188,45 @@ def run_figures(bundle: Bundle) -> dict[str, Figure]:
     return {"prefill": prefill_figure(bundle), "decode": decode_figure(rows), "latency": latency_figure(rows)}
 
 
-def run_points(bundle: Bundle) -> list[Point]:
+class CellPoint(NamedTuple):
+    """A decode cell placed as on the index chart, before its hover text is made."""
+
+    x: float
+    y: float
+    cell: DecodeCell
+
+
+def cell_points(bundle: Bundle) -> list[CellPoint]:
     """A run's decode cells as (per-user tok/s, tok/s per GPU); cells lacking either are left out."""
     points = []
     for cell in valued_cells(bundle):
         y = per_gpu(cell.total_tok_s, bundle.hardware.gpu_count)
         if y is not None and cell.per_request_tok_s is not None:
-            where = cell_label(cell.context_tokens, cell.concurrency)
-            points.append(Point(r1(cell.per_request_tok_s), r1(y), where))
+            points.append(CellPoint(r1(cell.per_request_tok_s), r1(y), cell))
     return points
 
 
-def pareto_frontier(points: list[Point]) -> list[Point]:
+def labelled(point: CellPoint) -> Point:
+    """An index chart point, its hover text naming the cell ("8K × 64")."""
+    return Point(point.x, point.y, cell_label(point.cell.context_tokens, point.cell.concurrency))
+
+
+def run_points(bundle: Bundle) -> list[Point]:
+    """A run's decode cells as index chart points."""
+    return [labelled(p) for p in cell_points(bundle)]
+
+
+def run_frontier(bundle: Bundle) -> list[Point]:
+    """pareto_frontier(run_points(bundle)), naming only the frontier's few cells."""
+    return [labelled(p) for p in pareto_frontier(cell_points(bundle))]
+
+
+Placed = TypeVar("Placed", Point, CellPoint)
+
+
+def pareto_frontier(points: list[Placed]) -> list[Placed]:
     """Points no other point beats on both axes, by rising x (so falling y)."""
-    frontier: list[Point] = []
+    frontier: list[Placed] = []
     best_y = float("-inf")
     for point in sorted(points, key=lambda p: (-p.x, -p.y)):
         if point.y > best_y:

@@ -20,7 +20,7 @@ from runner.bundle.formats import cell_label, tok_s
 from runner.bundle.schema import STATUSES, Bundle, DecodeCell, PrefillPoint
 from sitegen.fastjson import number_texts
 from sitegen.runview import sorted_decode, sorted_prefill, summary_engine, title
-from sitegen.summary import RunSummary, peak_cell
+from sitegen.summary import RunSummary, peak_cell, valued_cells
 from sitegen.urls import Urls
 
 MEASUREMENT_COLUMNS = (
@@ -153,7 +153,7 @@ def sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> 
 
 def entry_summary(bundle: Bundle) -> str:
     """One line about a run for feed readers: engine and its peak decode throughput."""
-    peak = peak_cell(bundle)
+    peak = peak_cell(valued_cells(bundle))
     parts = [summary_engine(bundle)]
     if peak is not None:
         parts.append(f"peak {tok_s(peak.total_tok_s)} tok/s at {cell_label(peak.context_tokens, peak.concurrency)}")
