@@ -21,12 +21,24 @@ _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
 def _other_notation(data: bytes) -> bool:
-    """Whether msgspec's JSON may hold a number that repr writes otherwise: one with an exponent or
-    a decimal below 1e-4. Only the text outside strings is searched, with bytes' own searches (a
-    pattern took as long as json.dumps itself); a string looking so only costs the slow way."""
+    """Whether msgspec's JSON may hold a number that repr writes otherwise: one with an exponent or a
+    decimal below 1e-4, whose shapes bytes' own searches find (a pattern took as long as json.dumps
+    itself). A string can hold them too ("#4e79a7"): then only the text outside strings is searched."""
+    return _has_shapes(data) and _has_shapes(_outside_strings(data))
+
+
+def _has_shapes(data: bytes) -> bool:
+    """Whether the text holds a digit, "e" and a digit or minus, or "0.0000"."""
+    if b"0.0000" in data:
+        return True
+    zeros = data.translate(_DIGITS_AS_ZERO)
+    return b"0e0" in zeros or b"0e-" in zeros
+
+
+def _outside_strings(data: bytes) -> bytes:
+    """The text of a JSON document outside its strings: numbers, true, false, null and punctuation."""
     unescaped = data.replace(b"\\\\", b"").replace(b'\\"', b"")  # what is left of a quote delimits a string
-    outside = b"".join(unescaped.split(b'"')[::2]).translate(_DIGITS_AS_ZERO)  # numbers, true, false, null
-    return b"e0" in outside or b"e-" in outside or b"0.0000" in outside
+    return b"".join(unescaped.split(b'"')[::2])
 
 
 def compact_json(value: Any) -> str:

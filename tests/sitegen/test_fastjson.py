@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from sitegen.fastjson import compact_json, number_texts
+from sitegen.fastjson import _other_notation, compact_json, number_texts
 
 # Numbers where msgspec's notation differs from repr's, and their neighbours where it does not.
 EDGES = [1e16, 9999999999999998.0, 1e-05, 0.0001, 9e-05, 2.5e-07, 1e22, 5e-324, 1.7976931348623157e308,
@@ -69,3 +69,9 @@ def test_number_texts_are_what_the_csv_module_writes() -> None:
     assert [t for start in range(0, len(values), 7) for t in number_texts(values[start:start + 7])] == expected
     assert number_texts([]) == []
     assert number_texts([None, None]) == ["", ""]
+
+
+def test_only_a_number_in_another_notation_takes_the_slow_way() -> None:
+    typical = b'{"colorway":["#4e79a7"],"launch":"--util 0.872320 --x=\\"1e5\\"","y":[0.0001,297.3,1000000000000000.0]}'
+    assert not _other_notation(typical)
+    assert all(_other_notation(b'{"y":[1,%s]}' % number) for number in (b"1e16", b"2.5e-7", b"0.00001", b"-0.00009"))
