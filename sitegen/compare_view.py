@@ -47,7 +47,7 @@ def compare_page(a: Bundle, b: Bundle, why: str, views: tuple[runview.RunView, r
     return {
         "a": a, "b": b, "why": why, "view_a": views[0], "view_b": views[1],
         "decode_a": decode_blocks[0], "decode_b": decode_blocks[1],
-        "ratios": compare_rows(a, b, verdicts, views), "diffs": compare.field_diffs(a, b), "noise": noise_sentence(verdicts),
+        "ratios": compare_rows(a, b, verdicts, views), "diffs": compare.field_diffs(a, b, (views[0].sections, views[1].sections)), "noise": noise_sentence(verdicts),
     }
 
 
@@ -58,7 +58,7 @@ def picker_script(bundle: Bundle, view: runview.RunView) -> str:
         "title": view.title,
         "summary": view.summary_engine,
         "launch": bundle.launch_command or "",
-        "facts": list(compare.section_values(bundle).items()),
+        "facts": list(compare.section_values(bundle, view.sections).items()),
         "concurrencies": view.concurrencies,
         "rows": [
             {"label": row.label, "cells": [{"value": c.value, "note": c.note, "heat": c.heat, "status": c.status} for c in row.cells]}
