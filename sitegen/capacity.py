@@ -1,12 +1,13 @@
 """Capacity at a target: per context, the busiest Valid cell that still meets a TTFT and a per-user speed.
 
 One rule, used by `sitegen capacity`, the run page's capacity view and the ranking page;
-templates/static/capacity.js repeats it in the browser from the data `page_data` embeds.
+templates/static/capacity.js repeats it in the browser from the data `capacity_view` embeds.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 from collections import Counter
 
 import msgspec
@@ -86,13 +87,9 @@ def usd_per_million_tokens(gpu_hour_usd: float | None, gpu_count: int | None, to
     return gpu_hour_usd * gpu_count / (total_tok_s * SECONDS_PER_HOUR) * 1e6
 
 
-def pick(bundle: Bundle, context: int, target: Target) -> Pick:
-    """The qualifying cell at `context` with the most total tok/s; a tie goes to fewer requests."""
-    return pick_from(cell_records(bundle), bundle.hardware.gpu_count, context, target)
-
-
 def pick_from(cells: list[list], gpus: int | None, context: int, target: Target) -> Pick:
-    """pick over a run's Valid cell records (cell_records), as the ranking keeps them."""
+    """The qualifying cell at `context` with the most total tok/s, a tie going to fewer requests,
+    among a run's Valid cell records (cell_records, or those of one context)."""
     best = max((c for c in cells if c[0] == context and meets(c, target)), key=lambda c: (c[2], -c[1]), default=None)
     if best is None:
         return Pick(context_tokens=context, concurrency=None, total_tok_s=None, tok_s_per_gpu=None, usd_per_million_tokens=None)
@@ -104,7 +101,9 @@ def pick_from(cells: list[list], gpus: int | None, context: int, target: Target)
 
 def capacity(bundle: Bundle, target: Target) -> list[Pick]:
     """One answer per decode context of the run, shortest context first."""
-    return [pick(bundle, context, target) for context in contexts_of(bundle)]
+    run = ranked_run(bundle)
+    groups = cells_by_context(run.cells)
+    return [pick_from(groups.get(context, []), run.gpus, context, target) for context in run.contexts]
 
 
 class Answer(msgspec.Struct, frozen=True):
@@ -168,16 +167,18 @@ def cell_record(cell: DecodeCell) -> list:
 
 def cell_records(bundle: Bundle) -> list[list]:
     """The Valid decode cells, the only ones the rule can pick, by context and concurrency, kept short for the ranking page."""
-    return [cell_record(c) for c in sorted(bundle.decode, key=lambda c: (c.context_tokens, c.concurrency)) if c.status == "Valid"]
+    return [cell_record(c) for c in sorted((c for c in bundle.decode if c.status == "Valid"), key=_CELL_ORDER)]
 
 
-def page_data(bundle: Bundle) -> dict:
-    """What a run page embeds for capacity.js: the GPU count, the context labels and every cell."""
-    return {
-        "gpus": bundle.hardware.gpu_count,
-        "contexts": [[c, f.context_label(c)] for c in contexts_of(bundle)],
-        "cells": cell_records(bundle),
-    }
+_CELL_ORDER = operator.attrgetter("context_tokens", "concurrency")
+
+
+def cells_by_context(cells: list[list]) -> dict[int, list[list]]:
+    """Cell records grouped by context, so that each context's picks look only at its own cells."""
+    groups: dict[int, list[list]] = {}
+    for cell in cells:
+        groups.setdefault(cell[0], []).append(cell)
+    return groups
 
 
 class PresetRow(msgspec.Struct, frozen=True):
@@ -189,10 +190,16 @@ class PresetRow(msgspec.Struct, frozen=True):
 
 def preset_rows(bundle: Bundle, presets: tuple[Preset, ...] = PRESETS) -> list[PresetRow]:
     """The build-time capacity table: rows by context, a column per preset target."""
-    columns = [capacity(bundle, preset.target) for preset in presets]
+    run = ranked_run(bundle)
+    return run_preset_rows(run, [f.context_label(c) for c in run.contexts], presets)
+
+
+def run_preset_rows(run: RankedRun, labels: list[str], presets: tuple[Preset, ...] = PRESETS) -> list[PresetRow]:
+    """preset_rows of a run as the ranking keeps it, given its contexts' labels."""
+    groups = cells_by_context(run.cells)
     return [
-        PresetRow(f.context_label(context), [answer(column[i]) for column in columns])
-        for i, context in enumerate(contexts_of(bundle))
+        PresetRow(label, [answer(pick_from(groups.get(context, []), run.gpus, context, p.target)) for p in presets])
+        for context, label in zip(run.contexts, labels)
     ]
 
 
@@ -272,8 +279,12 @@ class CapacityView(msgspec.Struct, frozen=True):
 
 
 def capacity_view(bundle: Bundle) -> CapacityView:
-    """Everything `_capacity.html` shows of one run."""
-    return CapacityView(PRESETS, preset_rows(bundle), script_json(page_data(bundle)))
+    """Everything `_capacity.html` shows of one run, and what capacity.js reads: the GPU count, the
+    context labels and every Valid cell (its records and labels made once for both)."""
+    run = ranked_run(bundle)
+    labels = [f.context_label(c) for c in run.contexts]
+    data = {"gpus": run.gpus, "contexts": [[c, label] for c, label in zip(run.contexts, labels)], "cells": run.cells}
+    return CapacityView(PRESETS, run_preset_rows(run, labels), script_json(data))
 
 
 class RankingView(msgspec.Struct, frozen=True):

@@ -18,7 +18,7 @@ from pathlib import Path
 import msgspec
 
 from runner.bundle.schema import Bundle
-from sitegen import charts, compare, runview
+from sitegen import charts, compare
 from sitegen.cache import digest
 from sitegen.capacity import ranked_run
 from sitegen.errors import InputError, InputErrors
@@ -71,16 +71,17 @@ class Cache(msgspec.Struct):
 def entry_of(path: Path, stamp: tuple[int, int, int], bundle: Bundle) -> RunEntry:
     """The record of one decoded bundle."""
     summary = summarize(bundle)
+    ranked = ranked_run(bundle)
     return RunEntry(
         name=path.name,
         stamp=stamp,
-        title=runview.title(bundle),
+        title=ranked.title,
         fingerprint=digest(msgspec.json.encode(bundle)),
         summary=summary,
         keys=compare.keys_of(bundle),
-        frontier=charts.pareto_frontier(charts.run_points(bundle)),
+        frontier=charts.run_frontier(bundle),
         record=msgspec.json.encode(run_record(summary)),
-        ranked=msgspec.json.encode(ranked_run(bundle)),
+        ranked=msgspec.json.encode(ranked),
     )
 
 

@@ -11,12 +11,12 @@ never replace them, so only cells with values are plotted.
 from __future__ import annotations
 
 import html
-import json
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from runner.bundle.display import prefill_has_value
 from runner.bundle.formats import cell_label, context_label
 from runner.bundle.schema import Bundle, DecodeCell
+from sitegen.fastjson import compact_json
 from sitegen.runview import title
 from sitegen.summary import per_gpu, valued_cells
 
@@ -94,10 +94,9 @@ def figure(data: list[dict[str, Any]], xaxis: dict[str, Any], yaxis: dict[str, A
 
 def log_axis(title_text: str, values: list[float]) -> dict[str, Any]:
     """A log axis ticked at 1-2-3-5 steps over the values' range ("200", "1K", "5K"), not every digit."""
-    ticks = [step * 10**power for power in range(-1, 9) for step in (1, 2, 3, 5)]
     lo, hi = (min(values), max(values)) if values else (1, 10)
-    shown = [t for t in ticks if lo / 2 <= t <= hi * 2]
-    return axis(title_text, type="log", tickvals=shown, ticktext=[tick_text(t) for t in shown])
+    shown = [(t, text) for t, text in LOG_TICKS if lo / 2 <= t <= hi * 2]
+    return axis(title_text, type="log", tickvals=[t for t, _ in shown], ticktext=[text for _, text in shown])
 
 
 def tick_text(value: float) -> str:
@@ -108,12 +107,24 @@ def tick_text(value: float) -> str:
     return f"{value:g}"
 
 
-def rows_by_context(bundle: Bundle) -> list[tuple[str, list[DecodeCell]]]:
+# The ticks a log axis may show, with their text: 1-2-3-5 steps from 0.1 to 5 x 10^8.
+LOG_TICKS = [(t, tick_text(t)) for t in (step * 10**power for power in range(-1, 9) for step in (1, 2, 3, 5))]
+
+
+class ContextCells(NamedTuple):
+    """One context's valued decode cells, by concurrency, as the decode and latency charts plot them."""
+
+    name: str
+    cells: list[DecodeCell]
+    totals: list[float]  # each cell's total tok/s, rounded (r1)
+
+
+def rows_by_context(bundle: Bundle) -> list[ContextCells]:
     """Valued decode cells grouped by context label, shortest context first."""
     groups: dict[int, list[DecodeCell]] = {}
     for cell in valued_cells(bundle):
         groups.setdefault(cell.context_tokens, []).append(cell)
-    return [(context_label(context), cells) for context, cells in groups.items()]
+    return [ContextCells(context_label(context), cells, [r1(c.total_tok_s) for c in cells]) for context, cells in groups.items()]
 
 
 def prefill_figure(bundle: Bundle) -> Figure:
@@ -131,7 +142,7 @@ def prefill_figure(bundle: Bundle) -> Figure:
     return figure([trace], axis("context", type="category"), axis("prompt tok/s", rangemode="tozero"), legend=False)
 
 
-def decode_figure(bundle: Bundle) -> Figure:
+def decode_figure(rows: list[ContextCells]) -> Figure:
     """Total decode tok/s against simultaneous requests, a line per context length."""
     data = [
         {
@@ -139,31 +150,31 @@ def decode_figure(bundle: Bundle) -> Figure:
             "mode": "lines+markers",
             "name": name,
             "x": [c.concurrency for c in cells],
-            "y": [r1(c.total_tok_s) for c in cells],
+            "y": totals,
             "hovertemplate": name + " × %{x}: %{y:,.1f} tok/s<extra></extra>",
         }
-        for name, cells in rows_by_context(bundle)
+        for name, cells, totals in rows
     ]
-    levels = sorted({c.concurrency for c in valued_cells(bundle)})
+    levels = sorted({c.concurrency for row in rows for c in row.cells})
     return figure(data, log2_axis("simultaneous requests", levels), axis("total tok/s", rangemode="tozero"))
 
 
-def latency_figure(bundle: Bundle) -> Figure:
+def latency_figure(rows: list[ContextCells]) -> Figure:
     """Per-request tok/s against total tok/s, a line per context.
 
     Total tok/s is on a log axis, where each doubling of requests moves a point about as far;
     only the shortest context's points carry their concurrency as a label, lest labels pile up.
     """
     data = []
-    for index, (name, cells) in enumerate(rows_by_context(bundle)):
-        known = [c for c in cells if c.per_request_tok_s is not None]
+    for index, (name, cells, totals) in enumerate(rows):
+        known = [(c, total) for c, total in zip(cells, totals) if c.per_request_tok_s is not None]
         data.append({
             "type": "scatter",
             "mode": "lines+markers+text" if index == 0 else "lines+markers",
             "name": name,
-            "x": [r1(c.total_tok_s) for c in known],
-            "y": [r1(c.per_request_tok_s) for c in known],
-            "text": [str(c.concurrency) for c in known],
+            "x": [total for _, total in known],
+            "y": [r1(c.per_request_tok_s) for c, _ in known],
+            "text": [str(c.concurrency) for c, _ in known],
             "textposition": "top center",
             "hovertemplate": name + " × %{text}: %{x:,.1f} total, %{y:,.1f} per request tok/s<extra></extra>",
         })
@@ -173,23 +184,49 @@ def latency_figure(bundle: Bundle) -> Figure:
 
 def run_figures(bundle: Bundle) -> dict[str, Figure]:
     """A run page's three charts, keyed by a stable name for element ids."""
-    return {"prefill": prefill_figure(bundle), "decode": decode_figure(bundle), "latency": latency_figure(bundle)}
+    rows = rows_by_context(bundle)
+    return {"prefill": prefill_figure(bundle), "decode": decode_figure(rows), "latency": latency_figure(rows)}
 
 
-def run_points(bundle: Bundle) -> list[Point]:
+class CellPoint(NamedTuple):
+    """A decode cell placed as on the index chart, before its hover text is made."""
+
+    x: float
+    y: float
+    cell: DecodeCell
+
+
+def cell_points(bundle: Bundle) -> list[CellPoint]:
     """A run's decode cells as (per-user tok/s, tok/s per GPU); cells lacking either are left out."""
     points = []
     for cell in valued_cells(bundle):
         y = per_gpu(cell.total_tok_s, bundle.hardware.gpu_count)
         if y is not None and cell.per_request_tok_s is not None:
-            where = cell_label(cell.context_tokens, cell.concurrency)
-            points.append(Point(r1(cell.per_request_tok_s), r1(y), where))
+            points.append(CellPoint(r1(cell.per_request_tok_s), r1(y), cell))
     return points
 
 
-def pareto_frontier(points: list[Point]) -> list[Point]:
+def labelled(point: CellPoint) -> Point:
+    """An index chart point, its hover text naming the cell ("8K × 64")."""
+    return Point(point.x, point.y, cell_label(point.cell.context_tokens, point.cell.concurrency))
+
+
+def run_points(bundle: Bundle) -> list[Point]:
+    """A run's decode cells as index chart points."""
+    return [labelled(p) for p in cell_points(bundle)]
+
+
+def run_frontier(bundle: Bundle) -> list[Point]:
+    """pareto_frontier(run_points(bundle)), naming only the frontier's few cells."""
+    return [labelled(p) for p in pareto_frontier(cell_points(bundle))]
+
+
+Placed = TypeVar("Placed", Point, CellPoint)
+
+
+def pareto_frontier(points: list[Placed]) -> list[Placed]:
     """Points no other point beats on both axes, by rising x (so falling y)."""
-    frontier: list[Point] = []
+    frontier: list[Placed] = []
     best_y = float("-inf")
     for point in sorted(points, key=lambda p: (-p.x, -p.y)):
         if point.y > best_y:
@@ -252,7 +289,7 @@ def frontier_figure(runs: list[tuple[str, str | None, list[Point]]]) -> Figure:
 
 def figure_script_json(fig: Figure) -> str:
     """Compact JSON with sorted keys, safe inside <script type="application/json"> (no <, >, &, U+2028/9)."""
-    return script_safe(json.dumps(fig, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False))
+    return script_safe(compact_json(fig))
 
 
 def script_safe(text: str) -> str:

@@ -9,11 +9,11 @@ from typing import Protocol, TypeVar
 
 import msgspec
 
+from runner.bundle.display import has_value
 from runner.bundle.launch_words import launch_words
 from runner.bundle.schema import Bundle
-from sitegen.runview import sections
+from sitegen.runview import Section, sections
 from sitegen.slug import slugify
-from sitegen.summary import valued_cells
 
 PARTNER_LIMIT = 3
 # How many runs nearest in time, per shared model or hardware, are weighed as a run's partners.
@@ -166,7 +166,7 @@ def related_pairs(runs: Iterable[R], limit: int = PARTNER_LIMIT, keys: Callable[
 
 def totals(bundle: Bundle) -> dict[tuple[int, int], float]:
     """Total tok/s of the cells with a value, by (context, concurrency)."""
-    return {(c.context_tokens, c.concurrency): c.total_tok_s for c in valued_cells(bundle)}
+    return {(c.context_tokens, c.concurrency): c.total_tok_s for c in bundle.decode if has_value(c)}
 
 
 def ratio_cell(concurrency: int, a_tok_s: float | None, b_tok_s: float | None) -> RatioCell:
@@ -217,16 +217,19 @@ def launch_diffs(a: Bundle, b: Bundle) -> list[tuple[str, str | None, str | None
     return [(f"Launch {k}", oa.get(k), ob.get(k)) for k in keys if oa.get(k) != ob.get(k)]
 
 
-def section_values(bundle: Bundle) -> dict[str, str]:
-    """The run page's Hardware, Engine and Run fields as label -> display value, plus the model."""
+def section_values(bundle: Bundle, shown: list[Section] | None = None) -> dict[str, str]:
+    """The run page's Hardware, Engine and Run fields as label -> display value, plus the model;
+    `shown` is the run's view's sections, where the caller has them (they are made otherwise)."""
     values = {"Model": bundle.model}
-    values.update({field.label: field.value for section in sections(bundle) for field in section.fields})
+    values.update({field.label: field.value for section in (sections(bundle) if shown is None else shown) for field in section.fields})
     return values
 
 
-def field_diffs(a: Bundle, b: Bundle) -> list[tuple[str, str | None, str | None]]:
-    """What differs between two runs: model, hardware, engine, run settings, then launch options."""
-    va, vb = section_values(a), section_values(b)
+def field_diffs(a: Bundle, b: Bundle, shown: tuple[list[Section] | None, list[Section] | None] = (None, None)
+                ) -> list[tuple[str, str | None, str | None]]:
+    """What differs between two runs: model, hardware, engine, run settings, then launch options
+    (`shown`: the runs' views' sections, as section_values takes them)."""
+    va, vb = section_values(a, shown[0]), section_values(b, shown[1])
     labels = list(dict.fromkeys([*va, *vb]))
     diffs = [(label, va.get(label), vb.get(label)) for label in labels if va.get(label) != vb.get(label)]
     return diffs + launch_diffs(a, b)

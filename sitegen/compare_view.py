@@ -10,19 +10,31 @@ from sitegen import charts, compare, runview
 from sitegen.noise import noise_sentence, within_noise
 
 
-def compare_rows(a: Bundle, b: Bundle, noise: dict[tuple[int, int], bool]) -> list[dict]:
+def shown_totals(bundle: Bundle, view: runview.RunView) -> dict[tuple[int, int], str]:
+    """Each matrix cell's text by (context, concurrency), as the run's view shows it: the total
+    tok/s of every cell with a value, formatted once per run rather than once per comparison."""
+    return {(context, cell.concurrency): cell.value
+            for row, context in zip(view.matrix, runview.contexts_of(bundle)) for cell in row.cells}
+
+
+def compare_rows(a: Bundle, b: Bundle, noise: dict[tuple[int, int], bool],
+                 views: tuple[runview.RunView, runview.RunView]) -> list[dict]:
     """The ratio matrix as display rows: "1.23×" and a direction class per cell; "≈" marks a
-    difference within the noise of the runs' repeats."""
+    difference within the noise of the runs' repeats. Each run's tok/s are the texts of its view."""
+    shown_a, shown_b = shown_totals(a, views[0]), shown_totals(b, views[1])
     rows = []
     for row in compare.ratio_matrix(a, b):
         cells = []
         for cell in row.cells:
+            key = (row.context_tokens, cell.concurrency)
             ratio = cell.ratio
             text = f"{ratio:.2f}×" if ratio is not None else f.EMPTY
             direction = "" if ratio is None or abs(ratio - 1) < 0.02 else ("ratio-up" if ratio > 1 else "ratio-down")
-            if noise.get((row.context_tokens, cell.concurrency)):
+            if noise.get(key):
                 text, direction = f"≈ {text}", "within-noise"
-            cells.append({"text": text, "class": direction, "n": cell.concurrency, "a": f.tok_s(cell.a_tok_s), "b": f.tok_s(cell.b_tok_s)})
+            cells.append({"text": text, "class": direction, "n": cell.concurrency,
+                          "a": shown_a[key] if cell.a_tok_s is not None else f.EMPTY,
+                          "b": shown_b[key] if cell.b_tok_s is not None else f.EMPTY})
         rows.append({"label": f.context_label(row.context_tokens), "cells": cells})
     return rows
 
@@ -35,7 +47,7 @@ def compare_page(a: Bundle, b: Bundle, why: str, views: tuple[runview.RunView, r
     return {
         "a": a, "b": b, "why": why, "view_a": views[0], "view_b": views[1],
         "decode_a": decode_blocks[0], "decode_b": decode_blocks[1],
-        "ratios": compare_rows(a, b, verdicts), "diffs": compare.field_diffs(a, b), "noise": noise_sentence(verdicts),
+        "ratios": compare_rows(a, b, verdicts, views), "diffs": compare.field_diffs(a, b, (views[0].sections, views[1].sections)), "noise": noise_sentence(verdicts),
     }
 
 
@@ -46,7 +58,7 @@ def picker_script(bundle: Bundle, view: runview.RunView) -> str:
         "title": view.title,
         "summary": view.summary_engine,
         "launch": bundle.launch_command or "",
-        "facts": list(compare.section_values(bundle).items()),
+        "facts": list(compare.section_values(bundle, view.sections).items()),
         "concurrencies": view.concurrencies,
         "rows": [
             {"label": row.label, "cells": [{"value": c.value, "note": c.note, "heat": c.heat, "status": c.status} for c in row.cells]}

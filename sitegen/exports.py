@@ -18,14 +18,16 @@ import msgspec
 from runner.bundle.display import status_slug
 from runner.bundle.formats import cell_label, tok_s
 from runner.bundle.schema import STATUSES, Bundle, DecodeCell, PrefillPoint
+from sitegen.fastjson import number_texts
 from sitegen.runview import sorted_decode, sorted_prefill, summary_engine, title
-from sitegen.summary import RunSummary, peak_cell
+from sitegen.summary import RunSummary, peak_cell, valued_cells
 from sitegen.urls import Urls
 
 MEASUREMENT_COLUMNS = (
     "phase", "context_tokens", "concurrency", "status", "total_tok_s", "per_request_tok_s", "ttft_ms",
     "tbt_ms", "avg_active", "completed", "output_tokens", "measured_s", "error",
 )
+TEXT_COLUMNS = frozenset({"phase", "status", "error"})  # the others hold numbers
 # Spreadsheets run a cell starting with these as a formula (OWASP "CSV injection"); a leading
 # space, line break or NUL is dropped by some of them, so a formula could hide behind it.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", " ", "\x00")
@@ -37,6 +39,11 @@ _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _json_encoder = msgspec.json.Encoder(order="deterministic")
 
 
+def defused(text: str | None) -> str | None:
+    """Text a spreadsheet shows as text: one starting like a formula gets a leading quote."""
+    return "'" + text if text is not None and text.startswith(FORMULA_STARTS) else text
+
+
 def csv_cell(value: object) -> str:
     """One CSV field: empty for None, repr-exact numbers, ISO dates; strings defused against formulas."""
     if value is None:
@@ -44,40 +51,52 @@ def csv_cell(value: object) -> str:
     if isinstance(value, dt.datetime):
         return value.isoformat()
     if isinstance(value, str):
-        return "'" + value if value.startswith(FORMULA_STARTS) else value
+        return defused(value)
     return repr(value)
 
 
-def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """A CSV document (RFC 4180 line ends) with a header row."""
+def csv_document(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A CSV document (RFC 4180 line ends) with a header row, of rows the csv module writes as they
+    are: strings defused, numbers (it writes a float's repr, an int's digits) and None (empty)."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(header)
-    writer.writerows([csv_cell(v) for v in row] for row in rows)
+    writer.writerows(rows)
     return out.getvalue()
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A CSV document of rows of any values, each field as csv_cell writes it."""
+    return csv_document(header, ([csv_cell(v) for v in row] for row in rows))
 
 
 def prefill_measurement(point: PrefillPoint) -> tuple[object, ...]:
     """A prefill point as a measurement row: one request, prompt tok/s in the total column."""
     return (
-        "prefill", point.context_tokens, 1, point.status, point.prompt_tok_s, None, point.ttft_ms,
-        None, None, None, None, None, point.error,
+        "prefill", point.context_tokens, 1, defused(point.status), point.prompt_tok_s, None, point.ttft_ms,
+        None, None, None, None, None, defused(point.error),
     )
 
 
 def decode_measurement(cell: DecodeCell) -> tuple[object, ...]:
     """A decode cell as a measurement row."""
     return (
-        "decode", cell.context_tokens, cell.concurrency, cell.status, cell.total_tok_s, cell.per_request_tok_s,
-        cell.ttft_ms, cell.tbt_ms, cell.avg_active, cell.completed, cell.output_tokens, cell.measured_s, cell.error,
+        "decode", cell.context_tokens, cell.concurrency, defused(cell.status), cell.total_tok_s, cell.per_request_tok_s,
+        cell.ttft_ms, cell.tbt_ms, cell.avg_active, cell.completed, cell.output_tokens, cell.measured_s, defused(cell.error),
     )
 
 
 def measurements_csv(bundle: Bundle) -> str:
-    """Every prefill point and decode cell of a run, one row each, as raw numbers."""
+    """Every prefill point and decode cell of a run, one row each, as raw numbers.
+
+    Its rows hold only numbers, None and defused text, which the csv module writes as csv_cell
+    would, so they skip csv_cell (a call per field was most of the export's time), and each
+    column of numbers is written in one call by number_texts (repr, one by one, was most of the rest).
+    """
     rows = [prefill_measurement(p) for p in sorted_prefill(bundle)]
     rows += [decode_measurement(c) for c in sorted_decode(bundle)]
-    return csv_text(MEASUREMENT_COLUMNS, rows)
+    columns = [column if name in TEXT_COLUMNS else number_texts(column) for name, column in zip(MEASUREMENT_COLUMNS, zip(*rows))]
+    return csv_document(MEASUREMENT_COLUMNS, zip(*columns))
 
 
 def run_records(summaries: Iterable[RunSummary]) -> list[dict[str, object]]:
@@ -134,7 +153,7 @@ def sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> 
 
 def entry_summary(bundle: Bundle) -> str:
     """One line about a run for feed readers: engine and its peak decode throughput."""
-    peak = peak_cell(bundle)
+    peak = peak_cell(valued_cells(bundle))
     parts = [summary_engine(bundle)]
     if peak is not None:
         parts.append(f"peak {tok_s(peak.total_tok_s)} tok/s at {cell_label(peak.context_tokens, peak.concurrency)}")

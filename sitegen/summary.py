@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import operator
+from collections import Counter
 
 import msgspec
 
@@ -38,8 +40,10 @@ class RunSummary(msgspec.Struct, kw_only=True, frozen=True):
 
 def valued_cells(bundle: Bundle) -> list[DecodeCell]:
     """The decode cells with a value, ordered by context then concurrency."""
-    cells = [c for c in bundle.decode if has_value(c)]
-    return sorted(cells, key=lambda c: (c.context_tokens, c.concurrency))
+    return sorted((c for c in bundle.decode if has_value(c)), key=_CELL_ORDER)
+
+
+_CELL_ORDER = operator.attrgetter("context_tokens", "concurrency")
 
 
 def per_gpu(total: float, gpu_count: int | None) -> float | None:
@@ -47,23 +51,21 @@ def per_gpu(total: float, gpu_count: int | None) -> float | None:
     return total / gpu_count if gpu_count else None
 
 
-def max_context_tokens(bundle: Bundle) -> int | None:
-    """The largest context measured with a value, in decode or prefill."""
-    contexts = [c.context_tokens for c in bundle.decode if has_value(c)]
+def max_context_tokens(bundle: Bundle, valued: list[DecodeCell]) -> int | None:
+    """The largest context measured with a value, in prefill or among the run's valued_cells."""
+    contexts = [c.context_tokens for c in valued]
     contexts += [p.context_tokens for p in bundle.prefill if prefill_has_value(p)]
     return max(contexts, default=None)
 
 
-def single_stream_tok_s(bundle: Bundle) -> float | None:
-    """Decode tok/s of one request alone, at the smallest context that has a value."""
-    singles = [c for c in valued_cells(bundle) if c.concurrency == 1]
-    return singles[0].total_tok_s if singles else None
+def single_stream_tok_s(valued: list[DecodeCell]) -> float | None:
+    """Decode tok/s of one request alone, at the smallest context that has a value, among a run's valued_cells."""
+    return next((c.total_tok_s for c in valued if c.concurrency == 1), None)
 
 
-def peak_cell(bundle: Bundle) -> DecodeCell | None:
-    """The cell with the highest total tok/s; ties go to fewer requests, then shorter context."""
-    cells = valued_cells(bundle)
-    return max(cells, key=lambda c: (c.total_tok_s, -c.concurrency, -c.context_tokens), default=None)
+def peak_cell(valued: list[DecodeCell]) -> DecodeCell | None:
+    """Among a run's valued_cells, the one with the highest total tok/s; ties go to fewer requests, then shorter context."""
+    return max(valued, key=lambda c: (c.total_tok_s, -c.concurrency, -c.context_tokens), default=None)
 
 
 def prefill_tok_s_at(bundle: Bundle, tokens: int) -> float | None:
@@ -74,13 +76,15 @@ def prefill_tok_s_at(bundle: Bundle, tokens: int) -> float | None:
 
 def status_counts(bundle: Bundle) -> dict[str, int]:
     """Decode cells per status, every status present (zero when absent), in schema order."""
-    return {status: sum(1 for c in bundle.decode if c.status == status) for status in STATUSES}
+    counts = Counter(c.status for c in bundle.decode)
+    return {status: counts[status] for status in STATUSES}
 
 
 def summarize(bundle: Bundle) -> RunSummary:
     """Build the index summary of one run."""
     hw = bundle.hardware
-    peak = peak_cell(bundle)
+    valued = valued_cells(bundle)
+    peak = peak_cell(valued)
     peak_tok_s = peak.total_tok_s if peak else None
     return RunSummary(
         id=bundle.id,
@@ -93,8 +97,8 @@ def summarize(bundle: Bundle) -> RunSummary:
         version=bundle.engine.version,
         quantization=bundle.engine.quantization,
         measured_at=bundle.measured_at,
-        max_context_tokens=max_context_tokens(bundle),
-        single_stream_tok_s=single_stream_tok_s(bundle),
+        max_context_tokens=max_context_tokens(bundle, valued),
+        single_stream_tok_s=single_stream_tok_s(valued),
         peak_tok_s=peak_tok_s,
         peak_context_tokens=peak.context_tokens if peak else None,
         peak_concurrency=peak.concurrency if peak else None,
