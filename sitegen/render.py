@@ -80,6 +80,13 @@ def matrix_td(cell: runview.MatrixCell, compact: bool) -> Markup:
     return Markup(html + "</td>")
 
 
+def ratio_td(cell: dict) -> Markup:
+    """One ratio matrix cell as `<td>` (compare_view.compare_rows): direction class, both runs'
+    tok/s as its title, the ratio; written here for the same reason as matrix_td."""
+    return Markup(f'<td class="{escape_output(cell["class"])}" title="{escape_output(cell["b"])} vs '
+                  f'{escape_output(cell["a"])} tok/s">{escape_output(cell["text"])}</td>')
+
+
 def table_cells(row: list[str]) -> Markup:
     """A table row's values as `<td>` cells, each escaped (a run page has ~700 such cells).
 
@@ -104,6 +111,7 @@ def make_environment(templates: Path) -> jinja2.Environment:
     env.filters["status_class"] = status_class
     env.filters["cells"] = table_cells
     env.filters["matrix_td"] = matrix_td
+    env.filters["ratio_td"] = ratio_td
     env.globals["site_name"] = SITE_NAME
     env.globals["page_text"] = PAGE_TEXT  # the fixed words of #matrix, which the page importer finds again
     return env
