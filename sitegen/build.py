@@ -101,7 +101,7 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
     rendered = len(plan.keys) - plan.reused
     return (
         f"built {plural(len(entries), 'run')} and {plural(len(site.pairs), 'comparison')} into {out}/ in {seconds:.2f} s "
-        f"({rendered} pages rendered, {plan.reused} unchanged and reused)"
+        f"({rendered} outputs rendered, {plan.reused} unchanged and reused)"
     )
 
 
@@ -141,10 +141,13 @@ def write_content_pages(stage: Stage, site: Site) -> None:
 def write_downloads(stage: Stage, site: Site, plan: Publication) -> None:
     """Site-wide data: runs.json, runs.csv, the bundle schema and the Atom feed of the newest runs.
 
-    The feed reads its runs' bundles again, so it is rendered only when one of them changed.
+    The run lists are written only when a run's summary changed; the feed reads its runs' bundles
+    again, so it is rendered only when one of them changed.
     """
-    stage.write("runs.json", exports.runs_json(site.summaries))
-    stage.write("runs.csv", exports.runs_csv(site.summaries))
+    key = digest(site.code, msgspec.msgpack.encode(site.summaries))
+    if not all([plan.unchanged(path, key) for path in ("runs.json", "runs.csv")]):  # a list: both keys recorded
+        stage.write("runs.json", exports.runs_json(site.summaries))
+        stage.write("runs.csv", exports.runs_csv(site.summaries))
     stage.write("schema/bundle.schema.json", json.dumps(bundle_json_schema(), indent=2, sort_keys=True) + "\n")
     newest = max((e.measured_at for e in site.entries if e.measured_at), default=_EPOCH)
     by_id = {e.id: e for e in site.entries}

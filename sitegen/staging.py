@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import itertools
 import os
 import shutil
 import re
@@ -22,6 +23,7 @@ from pathlib import Path
 import msgspec
 
 from sitegen.errors import InputError
+from sitegen.cache import collector_paused
 from sitegen.phases import phase
 
 MANIFEST = ".build-manifest"  # msgpack: each output's key and files
@@ -401,13 +403,14 @@ def _read_manifest(out: Path) -> Manifest:
     unreadable, of another version, or names a file that would leave the output folder or is not
     inside the output that claims it."""
     try:
-        found = msgspec.msgpack.decode((out / MANIFEST).read_bytes(), type=_ManifestFile)
+        with collector_paused():
+            found = msgspec.msgpack.decode((out / MANIFEST).read_bytes(), type=_ManifestFile)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return {}
     if found.version != _MANIFEST_VERSION:
         return {}
     for output, (_, files) in found.outputs.items():
-        if files != [output] and not (output.endswith("/") and all(f.startswith(output) for f in files)):
+        if files != [output] and not (output.endswith("/") and all(map(str.startswith, files, itertools.repeat(output)))):
             return {}
     return found.outputs if _all_inside([f for _, files in found.outputs.values() for f in files]) else {}
 
