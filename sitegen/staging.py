@@ -126,7 +126,7 @@ class Publication:
         """
         self.keys[output] = key
         old = self.old.get(output)
-        if old is not None and old[0] == key and old[1] and all(f in self.present for f in old[1]):
+        if old is not None and old[0] == key and old[1] and all(map(self.present.__contains__, old[1])):
             return True
         self.rendered.add(output)
         return False
