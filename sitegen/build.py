@@ -16,7 +16,7 @@ import msgspec
 
 from runner.bundle.schema import bundle_json_schema
 from sitegen import exports, phases
-from sitegen.cache import code_digest, digest
+from sitegen.cache import code_digest, collector_paused, digest
 from sitegen.capacity import RankedRun, ranking_chunks, ranking_view
 from sitegen.catalog import (
     CACHE_FILE,
@@ -81,18 +81,19 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
             progress.start("rendering pages", len(tasks))
             with phase("render pages"):
                 render_pages(stage, Renderer(site, stage), tasks, jobs, progress)
-            with phase("listings"):
-                write_listings(stage, site, plan)
-            with phase("ranking"):
-                write_ranking(stage, site, plan)
-            with phase("content pages"):
-                write_content_pages(stage, site)
-            with phase("downloads"):
-                write_downloads(stage, site, plan)
-            with phase("static"):
-                copy_static(stage, templates / "static")
-            with phase("write cache"):
-                stage.write(CACHE_FILE, encode_cache(entries, site.pairs, code))
+            with collector_paused():  # the site-wide pages decode and sort every run's record: many objects, no cycles
+                with phase("listings"):
+                    write_listings(stage, site, plan)
+                with phase("ranking"):
+                    write_ranking(stage, site, plan)
+                with phase("content pages"):
+                    write_content_pages(stage, site)
+                with phase("downloads"):
+                    write_downloads(stage, site, plan)
+                with phase("static"):
+                    copy_static(stage, templates / "static")
+                with phase("write cache"):
+                    stage.write(CACHE_FILE, encode_cache(entries, site.pairs, code))
     finally:
         gc.unfreeze()
         progress.close()
