@@ -1,9 +1,12 @@
 """Atomic builds: render into a fresh folder beside the site, then swap the two folders in one step.
 
 A build that fails, or is stopped at any point (an error, Ctrl-C, SIGKILL), leaves the
-previous site exactly as it was; the next build works and removes what a killed one left.
-Outputs whose inputs did not change are not rendered again: their files are linked (or
-copied) from the previous site into the new folder, so every published site is whole.
+previous site exactly as it was; the next build works and takes up what a killed one left.
+Outputs whose inputs did not change are not rendered again. The folder beside the site is
+double-buffered: after a swap it holds the previous site, which is kept as the next build's
+stage, checked against the published site (only hard links of its files at the same paths stay)
+and brought up to date with what changed; files it lacks are linked (or copied) from the
+published site, so every published site is whole.
 """
 
 from __future__ import annotations
