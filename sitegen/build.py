@@ -15,8 +15,8 @@ from pathlib import Path
 import msgspec
 
 from runner.bundle.schema import bundle_json_schema
-from sitegen import exports
-from sitegen.cache import code_digest, digest
+from sitegen import exports, phases
+from sitegen.cache import code_digest, collector_paused, digest
 from sitegen.capacity import RankedRun, ranking_chunks, ranking_view
 from sitegen.catalog import (
     CACHE_FILE,
@@ -31,6 +31,7 @@ from sitegen.errors import InputError
 from sitegen.index_view import newest_first
 from sitegen.listings import plural, write_listings
 from sitegen.parallel import cpu_count
+from sitegen.phases import phase
 from sitegen.progress import Progress
 from sitegen.render import DEFAULT_TEMPLATES, make_environment
 from sitegen.run_pages import Renderer, plan_pages, render_pages
@@ -55,39 +56,53 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
     if not (templates / "static").is_dir():
         raise InputError(templates, None, "not a templates folder (it needs the page templates and static/); check --templates")
     runs = runs_folder(content)
-    code = code_digest(templates)
+    with phase("code digest"):
+        code = code_digest(templates)
     progress.start("reading bundles", count_files(runs))
-    cache = read_cache(out, code)
+    with phase("read cache"):
+        cache = read_cache(out, code)
     jobs = jobs or cpu_count()
-    entries = scan(runs, cache.by_name(), jobs, progress.advance)
+    with phase("scan bundles"):
+        entries = scan(runs, cache.by_name(), jobs, progress.advance)
     gc.freeze()  # the run records live to the end: keep the collector (and forked workers' pages) off them
     try:
-        site = Site(
-            runs=runs,
-            entries=entries,
-            pages=load_pages(content / "pages") if (content / "pages").is_dir() else [],
-            pairs=related_pairs(entries, cache),
-            env=make_environment(templates),
-            code=code,
-        )
+        with phase("pairs and pages"):
+            site = Site(
+                runs=runs,
+                entries=entries,
+                pages=load_pages(content / "pages") if (content / "pages").is_dir() else [],
+                pairs=related_pairs(entries, cache),
+                env=make_environment(templates),
+                code=code,
+            )
         with staged(out, [content / "runs", content / "pages", templates]) as (stage, plan):
-            tasks = plan_pages(site, plan)
+            with phase("plan pages (keys)"):
+                tasks = plan_pages(site, plan)
             progress.start("rendering pages", len(tasks))
-            render_pages(stage, Renderer(site, stage), tasks, jobs, progress)
-            write_listings(stage, site, plan)
-            write_ranking(stage, site, plan)
-            write_content_pages(stage, site)
-            write_downloads(stage, site, plan)
-            copy_static(stage, templates / "static")
-            stage.write(CACHE_FILE, encode_cache(entries, site.pairs, code))
+            with phase("render pages"):
+                render_pages(stage, Renderer(site, stage), tasks, jobs, progress)
+            with collector_paused():  # the site-wide pages decode and sort every run's record: many objects, no cycles
+                with phase("listings"):
+                    write_listings(stage, site, plan)
+                with phase("ranking"):
+                    write_ranking(stage, site, plan)
+                with phase("content pages"):
+                    write_content_pages(stage, site)
+                with phase("downloads"):
+                    write_downloads(stage, site, plan)
+                with phase("static"):
+                    copy_static(stage, templates / "static")
+                with phase("write cache"):
+                    stage.write(CACHE_FILE, encode_cache(entries, site.pairs, code))
     finally:
         gc.unfreeze()
         progress.close()
+        phases.report()
     seconds = time.perf_counter() - started
     rendered = len(plan.keys) - plan.reused
     return (
         f"built {plural(len(entries), 'run')} and {plural(len(site.pairs), 'comparison')} into {out}/ in {seconds:.2f} s "
-        f"({rendered} pages rendered, {plan.reused} unchanged and reused)"
+        f"({rendered} outputs rendered, {plan.reused} unchanged and reused)"
     )
 
 
@@ -127,10 +142,13 @@ def write_content_pages(stage: Stage, site: Site) -> None:
 def write_downloads(stage: Stage, site: Site, plan: Publication) -> None:
     """Site-wide data: runs.json, runs.csv, the bundle schema and the Atom feed of the newest runs.
 
-    The feed reads its runs' bundles again, so it is rendered only when one of them changed.
+    The run lists are written only when a run's summary changed; the feed reads its runs' bundles
+    again, so it is rendered only when one of them changed.
     """
-    stage.write("runs.json", exports.runs_json(site.summaries))
-    stage.write("runs.csv", exports.runs_csv(site.summaries))
+    key = digest(site.code, msgspec.msgpack.encode(site.summaries))
+    if not all([plan.unchanged(path, key) for path in ("runs.json", "runs.csv")]):  # a list: both keys recorded
+        stage.write("runs.json", exports.runs_json(site.summaries))
+        stage.write("runs.csv", exports.runs_csv(site.summaries))
     stage.write("schema/bundle.schema.json", json.dumps(bundle_json_schema(), indent=2, sort_keys=True) + "\n")
     newest = max((e.measured_at for e in site.entries if e.measured_at), default=_EPOCH)
     by_id = {e.id: e for e in site.entries}

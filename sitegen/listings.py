@@ -14,11 +14,13 @@ from sitegen.cache import digest
 from sitegen.context import Site, write_page
 from sitegen.index_view import (
     COLUMNS,
+    DIRECTIONS,
     chunk_scripts,
     chunk_urls,
     facets,
     first_screen,
     newest_first,
+    sort_file,
     sort_scripts,
     sort_urls,
 )
@@ -69,14 +71,32 @@ def index_figure(site: Site) -> dict[str, str | None]:
     return {"figure": charts.figure_script_json(figure), "figure_caption": caption}
 
 
+def write_changed(stage: Stage, plan: Publication, scripts: list[tuple[str, str]]) -> None:
+    """Write each (site path, script) whose content differs from the published file's: a rebuild
+    after one run changed rewrites the one data chunk holding it, not all of them."""
+    for path, script in scripts:
+        if not plan.unchanged(path, digest(script)):
+            stage.write(path, script)
+
+
+def write_sort_orders(stage: Stage, site: Site, plan: Publication, chunks: list[tuple[str, str]], listed: list[bytes]) -> None:
+    """Every column's orders (index_view.sort_scripts), computed only when a record in the chunks changed."""
+    key = digest(site.code, *(script for _, script in chunks))
+    paths = [sort_file(column, direction) for column, _, _ in COLUMNS for direction in DIRECTIONS]
+    if all([plan.unchanged(path, key) for path in paths]):  # a list: every order's key is recorded
+        return
+    for path, script in sort_scripts(listed):
+        stage.write(path, script)
+
+
 def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
     """The index, the model and GPU pages, the compare picker and their data chunks."""
     ordered = newest_first(site.summaries)
     records = {e.id: e.record for e in site.entries}
     listed = [records[s.id] for s in ordered]
     chunks = chunk_scripts(listed)
-    for path, script in chunks + sort_scripts(listed):
-        stage.write(path, script)
+    write_changed(stage, plan, chunks)
+    write_sort_orders(stage, site, plan, chunks, listed)
     models = groups(ordered, lambda s: (s.model_slug, s.model))
     gpus = groups(ordered, lambda s: (s.gpu_slug, s.gpu) if s.gpu_slug else None)
     urls = HOME.urls

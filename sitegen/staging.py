@@ -1,9 +1,12 @@
 """Atomic builds: render into a fresh folder beside the site, then swap the two folders in one step.
 
 A build that fails, or is stopped at any point (an error, Ctrl-C, SIGKILL), leaves the
-previous site exactly as it was; the next build works and removes what a killed one left.
-Outputs whose inputs did not change are not rendered again: their files are linked (or
-copied) from the previous site into the new folder, so every published site is whole.
+previous site exactly as it was; the next build works and takes up what a killed one left.
+Outputs whose inputs did not change are not rendered again. The folder beside the site is
+double-buffered: after a swap it holds the previous site, which is kept as the next build's
+stage, checked against the published site (only hard links of its files at the same paths stay)
+and brought up to date with what changed; files it lacks are linked (or copied) from the
+published site, so every published site is whole.
 """
 
 from __future__ import annotations
@@ -11,26 +14,36 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
-import json
+import itertools
 import os
 import shutil
-import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sitegen.errors import InputError
+import msgspec
 
-MANIFEST = ".build-manifest.json"
-_MANIFEST_VERSION = 2
+from sitegen.errors import InputError
+from sitegen.cache import collector_paused
+from sitegen.phases import phase
+
+MANIFEST = ".build-manifest"  # msgpack: each output's key and files
+_OLD_MANIFEST = ".build-manifest.json"  # a site built by an earlier sitegen (rebuilt whole once)
+_MANIFEST_VERSION = 3
 
 
 class Stage:
-    """A folder being filled with the next site; refuses paths that leave it."""
+    """A folder being filled with the next site; refuses paths that leave it.
 
-    def __init__(self, root: Path) -> None:
+    The folder may be the site before last, kept (see `staged`): it then holds only hard links of
+    the published site's files (`kept`, by path and inode), and a file is never written in place,
+    so a link shared with the published site is replaced, not written through.
+    """
+
+    def __init__(self, root: Path, kept: dict[str, int] | None = None) -> None:
         self.root = root.resolve()
+        self.kept = kept or {}  # files already here, each the same inode as the published file at its path
         self.written: list[str] = []
         self._folders: set[str] = set()  # folders already checked and made: a site writes thousands of files into each
 
@@ -42,17 +55,23 @@ class Stage:
         return target
 
     def _target(self, relative: str) -> str:
-        """Where a file goes, its folder made: resolved and checked once per folder, then by its name alone."""
+        """Where a file goes, its folder made and the file it replaces removed: the folder resolved and
+        checked once, then the file by its name alone."""
         folder, _, name = relative.rpartition("/")
         if folder not in self._folders or name in ("", ".", ".."):
             self.path(relative).parent.mkdir(parents=True, exist_ok=True)
             self._folders.add(folder)
-        return f"{self.root}/{relative}"
+        target = f"{self.root}/{relative}"
+        try:
+            os.unlink(target)  # a link (to a published file, or planted) is removed, never followed
+        except FileNotFoundError:
+            pass
+        return target
 
     def write(self, relative: str, data: bytes | str) -> None:
         target = self._target(relative)
-        # O_NOFOLLOW: a link planted where a file goes is refused, not written through.
-        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        # O_EXCL and O_NOFOLLOW: a link planted where a file goes is refused, not written through.
+        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         with open(descriptor, "wb") as file:
             file.write(data.encode() if isinstance(data, str) else data)
         self.written.append(relative)
@@ -61,14 +80,25 @@ class Stage:
         shutil.copyfile(source, self._target(relative))
         self.written.append(relative)
 
-    def reuse(self, relative: str, published: Path | str) -> None:
+    def reuse(self, relative: str, published: str) -> None:
         """A file of the previous site, unchanged: hard-linked (files are never rewritten in place), else copied."""
         target = self._target(relative)
         try:
             os.link(published, target, follow_symlinks=False)
         except OSError:
             shutil.copyfile(published, target)
-        self.written.append(relative)
+
+    def remove(self, relative: str) -> None:
+        """Remove a kept file the new site no longer has, and the folders it leaves empty."""
+        os.unlink(f"{self.root}/{relative}")
+        folder = relative.rpartition("/")[0]
+        while folder:
+            try:
+                os.rmdir(f"{self.root}/{folder}")
+            except OSError:  # not empty
+                return
+            self._folders.discard(folder)
+            folder = folder.rpartition("/")[0]
 
 
 class Publication:
@@ -80,15 +110,26 @@ class Publication:
 
     def __init__(self, out: Path) -> None:
         self.out = out
-        self.old, self.old_files = _read_manifest(out)
+        self.old = _read_manifest(out)  # output -> (key, files)
+        self.present = _plain_files(out) if self.old else {}  # the published files as they are now, by inode
         self.keys: dict[str, str] = {}
         self.rendered: set[str] = set()
+        self.kept: dict[str, int] = {}  # the stage's files that are the published ones (set by `staged`)
+
+    @property
+    def published(self) -> dict[str, int]:
+        """The files the previous build published that are still there, plain, with their inodes."""
+        return {f: inode for _, files in self.old.values() for f in files if (inode := self.present.get(f)) is not None}
 
     def unchanged(self, output: str, key: str) -> bool:
-        """Record an output's key; True when the published one is current and whole, so it need not be rendered."""
+        """Record an output's key; True when the published one is current and whole, so it need not be rendered.
+
+        Whole: each of its files is still a plain file in the published site (not a link a planted
+        symlink could pull something outside the site through).
+        """
         self.keys[output] = key
-        files = self.old_files.get(output)
-        if self.old.get(output) == key and files and all(_regular_file(f"{self.out}/{f}") for f in files):
+        old = self.old.get(output)
+        if old is not None and old[0] == key and old[1] and all(map(self.present.__contains__, old[1])):
             return True
         self.rendered.add(output)
         return False
@@ -98,17 +139,29 @@ class Publication:
         return len(self.keys) - len(self.rendered & set(self.keys))
 
     def finish(self, stage: Stage) -> None:
-        """Bring the reused outputs' files into the stage and write the manifest of the whole new site."""
-        for output in self.keys:
+        """Bring the reused outputs' files into the stage (those it lacks), remove the kept files the new
+        site does not have, and write the manifest of the whole new site."""
+        outputs: dict[str, tuple[str, list[str]]] = {}
+        for output, key in self.keys.items():
             if output not in self.rendered:
-                for relative in self.old_files[output]:
-                    stage.reuse(relative, f"{self.out}/{relative}")
-        outputs = {**{path: "" for path in stage.written}, **self.keys}
-        # A file inside a keyed folder is that folder's, not an output of its own (by its parent
-        # folders, looked up: matching every file against every folder grew as runs squared).
-        outputs = {k: v for k, v in outputs.items() if k in self.keys or _folder_output(k, self.keys) is None}
-        manifest = {"version": _MANIFEST_VERSION, "outputs": outputs, "files": sorted(set(stage.written))}
-        stage.root.joinpath(MANIFEST).write_text(json.dumps(manifest, sort_keys=True, indent=0))
+                files = self.old[output][1]
+                for relative in files:
+                    if stage.kept.get(relative) != self.present[relative]:
+                        stage.reuse(relative, f"{self.out}/{relative}")
+                outputs[output] = (key, files)
+        written = set(stage.written)
+        for relative in sorted(written):
+            # A file inside a keyed folder is that folder's, not an output of its own (by its parent
+            # folders, looked up: matching every file against every folder grew as runs squared).
+            output = relative if relative in self.keys else _folder_output(relative, self.keys) or relative
+            outputs.setdefault(output, (self.keys.get(output, ""), []))[1].append(relative)
+        for output, (_, files) in self.old.items():  # kept files of outputs rendered again or gone
+            if output not in outputs or output in self.rendered:
+                for relative in files:
+                    if relative in stage.kept and relative not in written:
+                        stage.remove(relative)
+        manifest = _ManifestFile(_MANIFEST_VERSION, dict(sorted(outputs.items())))
+        stage.write(MANIFEST, msgspec.msgpack.encode(manifest))
 
 
 def check_output(out: Path, sources: list[Path]) -> None:
@@ -123,7 +176,7 @@ def check_output(out: Path, sources: list[Path]) -> None:
         source = source.resolve()
         if out == source or out in source.parents or source in out.parents:
             raise InputError(out, None, f"the output folder overlaps the input folder {source}; choose another --out")
-    if out.is_dir() and not (out / MANIFEST).is_file() and any(out.iterdir()):
+    if out.is_dir() and not any((out / name).is_file() for name in (MANIFEST, _OLD_MANIFEST)) and any(out.iterdir()):
         raise InputError(out, None, f"refusing to replace a folder that sitegen did not build (no {MANIFEST}); empty it or choose another --out")
 
 
@@ -131,8 +184,10 @@ def check_output(out: Path, sources: list[Path]) -> None:
 def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]]:
     """Yield a stage and the publication plan; publish on success, discard on any error.
 
-    A file system error (a full disk, an unwritable folder) is one InputError line, and the
-    previous site stays.
+    The stage is the site before last where one is kept beside the site (the swap leaves it there),
+    checked file by file against the published manifest first, so a build writes only what changed;
+    else a fresh folder. A file system error (a full disk, an unwritable folder) is one InputError
+    line, and the previous site stays.
     """
     try:
         out = out.resolve()
@@ -140,26 +195,126 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
         raise InputError(out, None, f"cannot use this output folder: {exc}") from None
     check_output(out, sources)
     stage_lock = tmp = None
+    adopted = False
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        with _locked_folder(out.parent):  # no other build cleans up this stage before it is locked
+        with phase("stage: adopt"), _locked_folder(out.parent):  # no other build cleans up this stage before it is locked
             _clean_up(out)
+            publication = Publication(out)
             tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
             stage_lock = _lock(tmp)
-        publication = Publication(out)
-        stage = Stage(tmp)
+            held = _adopt(_kept_stage(out), tmp)
+            if held is not None:  # the lock moved with the kept stage's folder
+                os.close(stage_lock)
+                stage_lock, adopted = held, True
+                try:
+                    publication.kept = _verified(tmp, publication.published)
+                except OSError:  # a stage that cannot be checked is not used: removed, and a fresh one made
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    os.close(stage_lock)
+                    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
+                    stage_lock, adopted = _lock(tmp), False
+        stage = Stage(tmp, publication.kept)
         yield stage, publication
-        publication.finish(stage)
+        with phase("stage: link, manifest"):
+            publication.finish(stage)
         os.chmod(stage.root, 0o755)
-        _swap(stage.root, out)
+        with phase("stage: swap"):
+            _swap(stage.root, out)
+        adopted = True  # the stage holds the previous site now: kept for the next build
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         raise InputError(out, None, f"cannot write the site: {exc.strerror or exc}{where}; the previous site is kept") from None
     finally:
         if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+            _keep_or_remove(tmp, out, adopted)
         if stage_lock is not None:
             os.close(stage_lock)
+
+
+def _kept_stage(out: Path) -> Path:
+    """Where the site before last waits, beside the site, to be the next build's stage."""
+    return out.parent / f".{out.name}-stage"
+
+
+def _adopt(kept: Path, tmp: Path) -> int | None:
+    """Move the kept stage (if any, and no other build holds it) onto the empty, locked stage folder;
+    returns the descriptor that holds its lock, None when nothing was adopted."""
+    try:
+        descriptor = _lock(kept)
+    except OSError:  # none kept, or a build running now holds it
+        return None
+    try:
+        os.replace(kept, tmp)
+    except OSError:
+        os.close(descriptor)
+        return None
+    return descriptor
+
+
+def _verified(root: Path, published: dict[str, int]) -> dict[str, int]:
+    """Keep in a stage only the plain files that are the published site's own (same path, same inode:
+    hard links of the published files); everything else goes, links and strays included."""
+    return _walk(root, lambda relative, inode: published.get(relative) == inode, remove=True)
+
+
+def _walk(root: Path, keep: Callable[[str, int], bool], remove: bool = False) -> dict[str, int]:
+    """The plain files under root that `keep` accepts, by relative path, with their inodes; with
+    `remove`, every other entry (and each folder left empty) is removed.
+
+    Walked by folder descriptors, never following a link, so a folder swapped for a link while
+    this runs cannot redirect a removal outside root.
+    """
+    found: dict[str, int] = {}
+
+    def walk(folder: int, prefix: str) -> bool:
+        """One folder; True when nothing is left in it."""
+        empty = True
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+        for entry in entries:
+            relative = prefix + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                inner = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+                try:
+                    left_empty = walk(inner, relative + "/")
+                finally:
+                    os.close(inner)
+                if left_empty and remove:
+                    os.rmdir(entry.name, dir_fd=folder)
+                else:
+                    empty = False
+            elif entry.is_file(follow_symlinks=False) and keep(relative, entry.inode()):
+                found[relative] = entry.inode()
+                empty = False
+            elif remove:
+                os.unlink(entry.name, dir_fd=folder)
+        return empty
+
+    try:
+        top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return found
+    try:
+        walk(top, "")
+    finally:
+        os.close(top)
+    return found
+
+
+def _keep_or_remove(tmp: Path, out: Path, keep: bool) -> None:
+    """After a build: keep its stage folder beside the site for the next build (when it holds the
+    previous site, or a stage adopted from one: the next build checks it), else remove it."""
+    kept = _kept_stage(out)
+    if keep and not kept.exists():
+        with phase("stage: keep"):
+            try:
+                os.replace(tmp, kept)
+                return
+            except OSError:
+                pass
+    with phase("stage: delete old site"):
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _swap(stage: Path, out: Path) -> None:
@@ -198,7 +353,8 @@ _RENAME_EXCHANGE = 2
 
 
 def _clean_up(out: Path) -> None:
-    """Remove the folders builds that were killed left beside the site; put back an old site left aside."""
+    """Deal with what builds that were killed left beside the site: put back an old site left aside,
+    keep one stage folder as the next stage (it is checked before use), remove the others."""
     for leftover in sorted(out.parent.glob(f".{out.name}-old-*")):
         if not out.exists():
             os.replace(leftover, out)
@@ -210,7 +366,7 @@ def _clean_up(out: Path) -> None:
         except OSError:  # a build running now holds it (or it is gone)
             continue
         try:
-            shutil.rmtree(leftover, ignore_errors=True)
+            _keep_or_remove(leftover, out, keep=True)
         finally:
             os.close(descriptor)
 
@@ -237,33 +393,35 @@ def _locked_folder(folder: Path) -> Iterator[None]:
         os.close(descriptor)
 
 
-def _read_manifest(out: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """The previous build's outputs and the files of each; entries that would leave the output folder are dropped."""
-    try:
-        found = json.loads((out / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return {}, {}
-    if not isinstance(found, dict) or found.get("version") != _MANIFEST_VERSION:
-        return {}, {}
-    outputs, files = found.get("outputs"), found.get("files")
-    if not isinstance(outputs, dict) or not isinstance(files, list):
-        return {}, {}
-    outputs = {k: v for k, v in outputs.items() if isinstance(k, str) and isinstance(v, str) and _inside(k)}
-    by_output: dict[str, list[str]] = {}
-    for relative in files:
-        if isinstance(relative, str) and _inside(relative):
-            output = relative if relative in outputs else _folder_output(relative, outputs)
-            if output:
-                by_output.setdefault(output, []).append(relative)
-    return outputs, by_output
+Manifest = dict[str, tuple[str, list[str]]]  # output -> (key, its files)
 
 
-def _regular_file(path: str) -> bool:
-    """A plain file, not a link a planted symlink could pull something outside the site through."""
+class _ManifestFile(msgspec.Struct, array_like=True):
+    version: int
+    outputs: Manifest = {}
+
+
+def _read_manifest(out: Path) -> Manifest:
+    """The previous build's outputs, each with its key and files; none when the manifest is missing,
+    unreadable, of another version, or names a file that would leave the output folder or is not
+    inside the output that claims it."""
     try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
+        with collector_paused():
+            found = msgspec.msgpack.decode((out / MANIFEST).read_bytes(), type=_ManifestFile)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return {}
+    if found.version != _MANIFEST_VERSION:
+        return {}
+    for output, (_, files) in found.outputs.items():
+        if files != [output] and not (output.endswith("/") and all(map(str.startswith, files, itertools.repeat(output)))):
+            return {}
+    names = [f for _, files in found.outputs.values() for f in files]
+    return found.outputs if len(set(names)) == len(names) and _all_inside(names) else {}  # each file of one output
+
+
+def _plain_files(root: Path) -> dict[str, int]:
+    """Every plain file under a folder by its path there, with its inode; links are not followed."""
+    return _walk(root, lambda relative, inode: True)
 
 
 def _folder_output(relative: str, outputs: dict[str, str]) -> str | None:
@@ -276,12 +434,16 @@ def _folder_output(relative: str, outputs: dict[str, str]) -> str | None:
     return None
 
 
-def _inside(relative: str) -> bool:
-    """Whether a manifest path names something strictly inside the output folder.
+# What a NUL-framed path must not hold: a backslash, an empty part (absolute, "a//b", "a/"),
+# an empty path, or a "." or ".." part.
+_OUTSIDE = ("\\", "\0/", "//", "/\0", "\0\0", *(a + dots + b for dots in (".", "..") for a in "\0/" for b in "\0/"))
 
-    Checked as text (no "..", not absolute): cheap for thousands of entries.
+
+def _all_inside(paths: list[str]) -> bool:
+    """Whether every manifest path names a file strictly inside the output folder.
+
+    Checked as text (no "..", not absolute), all paths joined in one string searched for each bad
+    pattern: 10 ms for a 10,000-run site's 65,000 paths, where a regular expression took 125.
     """
-    if not relative or "\\" in relative or relative.startswith("/"):
-        return False
-    parts = [part for part in relative.split("/") if part]
-    return bool(parts) and ".." not in parts and parts[0] != "."
+    joined = "\0" + "\0".join(paths) + "\0"
+    return bool(paths) and joined.count("\0") == len(paths) + 1 and not any(bad in joined for bad in _OUTSIDE)

@@ -7,10 +7,12 @@ import json
 import shutil
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
 from sitegen.cli import main
+from sitegen.staging import MANIFEST
 from tests.builders import ROOT, SEEDS, tree_digest
 
 SEED_TAB = SEEDS[0]
@@ -145,11 +147,11 @@ def test_a_manifest_cannot_make_a_build_delete_outside_its_folder(tmp_path: Path
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "keep.txt").write_text("keep")
-    manifest = out / ".build-manifest.json"
-    entries = json.loads(manifest.read_text())
-    entries["outputs"].update({"../victim/": "x", str(victim) + "/": "x", "runs/../../victim/keep.txt": "x"})
-    entries["files"] += ["../victim/keep.txt", str(victim / "keep.txt"), "runs/../../victim/keep.txt"]
-    manifest.write_text(json.dumps(entries))
+    manifest = out / MANIFEST
+    version, outputs = msgspec.msgpack.decode(manifest.read_bytes())
+    outputs.update({"../victim/": ["x", ["../victim/keep.txt"]], str(victim) + "/": ["x", [str(victim / "keep.txt")]],
+                    "runs/../../victim/keep.txt": ["x", ["runs/../../victim/keep.txt"]]})
+    manifest.write_bytes(msgspec.msgpack.encode([version, outputs]))
     assert _sitegen("build", "--content", str(ROOT / "content"), "--out", str(out))[0] == 0
     assert (victim / "keep.txt").read_text() == "keep"
     assert not [p for p in out.rglob("keep.txt")]  # nor copy anything from outside into the site

@@ -1,0 +1,173 @@
+"""Double-buffered publication: the site before last is the next build's stage, brought up to date
+with what changed, checked before use, and never published half-updated."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import sitegen.staging
+from sitegen.build import build_site
+from tests.builders import ROOT, tree_digest
+
+RUN = "mimo-v2-6-flash-rl-h200-nvl-x2"
+
+
+def _content(tmp_path: Path) -> Path:
+    content = tmp_path / "content"
+    shutil.copytree(ROOT / "content", content)
+    return content
+
+
+def _change_run(content: Path, value: float = 999.9) -> None:
+    """A resubmitted run: one figure of one bundle changes."""
+    path = content / "runs" / f"{RUN}.json"
+    bundle = json.loads(path.read_text())
+    bundle["decode"][0]["total_tok_s"] = value
+    path.write_text(json.dumps(bundle))
+
+
+def _fresh(content: Path, tmp_path: Path) -> dict[str, str]:
+    """The digest of a site built from nothing, for comparison."""
+    fresh = tmp_path / "fresh" / "site"
+    build_site(content, fresh)
+    digest = tree_digest(fresh)
+    shutil.rmtree(fresh.parent)
+    return digest
+
+
+def _kept(out: Path) -> Path:
+    return out.parent / f".{out.name}-stage"
+
+
+@pytest.fixture
+def site_with_stage(tmp_path: Path) -> tuple[Path, Path]:
+    """content/ and a site built twice (one change between), so the previous site is kept as the stage."""
+    content = _content(tmp_path)
+    out = tmp_path / "site"
+    build_site(content, out)
+    _change_run(content, 111.1)
+    build_site(content, out)
+    assert _kept(out).is_dir()
+    return content, out
+
+
+def test_a_rebuild_writes_only_the_changed_runs_outputs_and_its_listings(
+        site_with_stage: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    content, out = site_with_stage
+    written: list[str] = []
+    linked: list[str] = []
+    real_write, real_reuse = sitegen.staging.Stage.write, sitegen.staging.Stage.reuse
+
+    def write(self: sitegen.staging.Stage, relative: str, data: bytes | str) -> None:
+        written.append(relative)
+        real_write(self, relative, data)
+
+    def reuse(self: sitegen.staging.Stage, relative: str, published: str) -> None:
+        linked.append(relative)
+        real_reuse(self, relative, published)
+
+    monkeypatch.setattr(sitegen.staging.Stage, "write", write)
+    monkeypatch.setattr(sitegen.staging.Stage, "reuse", reuse)
+    _change_run(content)
+    build_site(content, out)
+    runs = {p.stem for p in (content / "runs").glob("*.json")} - {RUN}
+    assert not [p for p in written if any(f"runs/{other}/" in p for other in runs)]
+    assert {f"runs/{RUN}/index.html", "data/runs-0.js", "index.html", "runs.json"} <= set(written)
+    # The stage lacks at most what the previous build changed (the same run's outputs, rendered again
+    # now): nothing of the other runs is linked again.
+    assert not [p for p in linked if any(f"runs/{other}/" in p for other in runs)]
+    assert tree_digest(out) == _fresh(content, tmp_path)
+
+
+def test_a_rebuild_of_unchanged_content_writes_no_listing_data(site_with_stage: tuple[Path, Path]) -> None:
+    content, out = site_with_stage
+    before = {p: (out / p).stat().st_ino for p in ("data/runs-0.js", "data/sort-peak-descending.js", "runs.json", "runs.csv")}
+    build_site(content, out)
+    assert {p: (out / p).stat().st_ino for p in before} == before
+
+
+def test_a_build_killed_between_update_and_swap_leaves_the_old_site_and_the_next_build_is_right(
+        site_with_stage: tuple[Path, Path], tmp_path: Path) -> None:
+    content, out = site_with_stage
+    old = tree_digest(out)
+    _change_run(content)
+    killed = subprocess.run(
+        [sys.executable, "-c",
+         "import os, sys; from pathlib import Path; import sitegen.staging as s; from sitegen.build import build_site\n"
+         "s._swap = lambda stage, out: os._exit(9)  # dies as SIGKILL would: no cleanup runs\n"
+         "build_site(Path(sys.argv[1]), Path(sys.argv[2]))",
+         str(content), str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert killed.returncode == 9, killed.stderr
+    assert tree_digest(out) == old
+    assert [p.name for p in tmp_path.glob(".site-build-*")] and not _kept(out).exists()  # the half-updated stage
+    build_site(content, out)
+    assert tree_digest(out) == _fresh(content, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site")) == [".site-stage"]
+
+
+def test_a_tampered_stage_is_not_trusted(site_with_stage: tuple[Path, Path], tmp_path: Path) -> None:
+    content, out = site_with_stage
+    stage = _kept(out)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside")
+    other = next(p.parent.name for p in (stage / "runs").glob("*/index.txt") if p.parent.name != RUN)
+    replaced = stage / "runs" / other / "index.txt"
+    replaced.unlink()
+    replaced.write_text("edited in the stage")  # a new file where a published one was
+    (stage / "runs" / other / "measurements.csv").unlink()
+    (stage / "runs" / other / "measurements.csv").symlink_to(secret)  # a link where a file goes
+    (stage / "stray.html").write_text("planted")
+    (stage / "runs" / "planted").symlink_to(tmp_path, target_is_directory=True)
+    (stage / "index.html").unlink()
+    (stage / "index.html").mkdir()  # a folder where a file goes
+    build_site(content, out)
+    assert tree_digest(out) == _fresh(content, tmp_path)
+    assert secret.read_text() == "outside" and not (out / "stray.html").exists()
+    assert not any(p.is_symlink() for p in out.rglob("*"))
+
+
+def test_files_removed_from_or_added_to_the_published_site_are_put_right(site_with_stage: tuple[Path, Path], tmp_path: Path) -> None:
+    """The published site is checked too: a file deleted there is rendered again, a stray is not carried."""
+    content, out = site_with_stage
+    next((out / "runs").glob("*/index.txt")).unlink()
+    (out / "extra.html").write_text("not built")
+    (out / "runs" / "extra").mkdir()
+    build_site(content, out)
+    assert tree_digest(out) == _fresh(content, tmp_path)
+
+
+def test_without_an_atomic_exchange_the_stage_is_still_kept_and_right(
+        site_with_stage: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    content, out = site_with_stage
+    monkeypatch.setattr(sitegen.staging, "_exchange", lambda a, b: False)
+    for value in (222.2, 333.3):
+        _change_run(content, value)
+        build_site(content, out)
+        assert tree_digest(out) == _fresh(content, tmp_path)
+    assert _kept(out).is_dir() and not list(tmp_path.glob(".site-old-*"))
+
+
+def test_a_stage_held_by_a_running_build_is_left_alone(site_with_stage: tuple[Path, Path], tmp_path: Path) -> None:
+    content, out = site_with_stage
+    held = sitegen.staging._lock(_kept(out))
+    try:
+        before = tree_digest(_kept(out))
+        _change_run(content)
+        build_site(content, out)  # in a fresh folder
+        assert tree_digest(_kept(out)) == before
+    finally:
+        os.close(held)
+    assert tree_digest(out) == _fresh(content, tmp_path)
+
+
+@pytest.mark.parametrize("path", ["../x", "/etc/passwd", "a//b", "a/./b", "a/../b", "a\\b", "", "a/", "ok\x00../x"])
+def test_a_manifest_path_that_leaves_the_folder_is_refused(path: str) -> None:
+    assert not sitegen.staging._all_inside(["index.html", path])
+    assert sitegen.staging._all_inside(["index.html", "runs/a/index.html", "a..b/.hidden"])
