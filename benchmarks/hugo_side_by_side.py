@@ -51,7 +51,10 @@ from markupsafe import Markup  # noqa: E402
 
 from runner.bundle.display import PAGE_TEXT  # noqa: E402
 from runner.bundle.schema import Bundle  # noqa: E402
-from sitegen import charts, exports, runview  # noqa: E402
+from sitegen import charts, exports, listings, runview  # noqa: E402
+from sitegen.catalog import scan  # noqa: E402
+from sitegen.context import Site  # noqa: E402
+from sitegen.index_view import COLUMNS  # noqa: E402
 from sitegen.capacity import capacity_view  # noqa: E402
 from sitegen.compare import compare_slug, related_pairs  # noqa: E402
 from sitegen.compare_view import compare_page, picker_script  # noqa: E402
@@ -60,7 +63,7 @@ from sitegen.loader import load_bundle  # noqa: E402
 from sitegen.render import SITE_NAME, settings_line  # noqa: E402
 from sitegen.runview import run_view  # noqa: E402
 from sitegen.tail_view import tail_view  # noqa: E402
-from sitegen.urls import compare_file, run_dir  # noqa: E402
+from sitegen.urls import Page, compare_file, run_dir  # noqa: E402
 
 LAYOUTS = Path(__file__).resolve().parent / "hugo" / "layouts"
 # What Hugo renders in each run folder (the rest of the folder, bundle.json, is a page resource).
@@ -77,7 +80,7 @@ def hugo_config(content: Path) -> dict:
     return {
         "baseURL": "/",
         "title": SITE_NAME,
-        "disableKinds": ["home", "section", "taxonomy", "term", "RSS", "sitemap", "robotsTXT", "404"],
+        "disableKinds": ["section", "taxonomy", "term", "RSS", "sitemap", "robotsTXT", "404"],
         "disableHugoGeneratorInject": True,
         "mediaTypes": {"text/csv": {"suffixes": ["csv"]}},
         "outputFormats": {
@@ -90,6 +93,7 @@ def hugo_config(content: Path) -> dict:
             "nav_pages": [{"slug": p.slug, "title": p.title} for p in pages],
             "has_methodology": any(p.slug == "methodology" for p in pages),
             "page_text": msgspec.to_builtins(PAGE_TEXT),
+            "columns": COLUMNS,
         },
     }
 
@@ -158,6 +162,58 @@ def compare_front_matter(a: Bundle, b: Bundle, why: str) -> dict:
     }
 
 
+class Listings:
+    """The listing pages' views, as sitegen's write_listings computes them, captured instead of rendered."""
+
+    def __init__(self, content: Path) -> None:
+        self.pages: list[tuple[str, Page, dict]] = []
+        runs = content / "runs"
+        entries = scan(runs, {})
+        site = Site(runs=runs, entries=entries, pages=load_pages(content / "pages") if (content / "pages").is_dir() else [],
+                    pairs=[], env=None, code="")  # type: ignore[arg-type]  # nothing is rendered
+        real = listings.write_page
+        listings.write_page = lambda stage, site, template, target, **view: self.pages.append((template, target, view))
+        try:
+            listings.write_listings(_Discard(), site, _Nothing())  # type: ignore[arg-type]
+        finally:
+            listings.write_page = real
+
+    def front_matters(self) -> list[tuple[str, dict]]:
+        """(content file, front matter) of each listing page, at the listing's own path."""
+        found = []
+        for template, target, view in self.pages:
+            data = {"root": target.urls.root, "url": "/" + target.path}
+            if template == "picker.html":
+                found.append(("compare/picker.md", {**data, "layout": "picker", "total": view["total"], "chunks": view["chunks"]}))
+                continue
+            data.update(
+                layout="listing", heading=view["heading"], lead=view["lead"], total=view["total"], total_text=f"{view['total']:,}",
+                chunks=view["chunks"], sorts=view["sorts"], scope=view["scope"], compare_url=view["compare_url"],
+                facets=msgspec.to_builtins(view["facets"]), unplotted=view["unplotted"],
+                links=[{"label": g["label"], "entries": msgspec.to_builtins(g["entries"])} for g in view["links"]],
+                figure=view["figure"], figure_caption=view["figure_caption"],
+                rows=[{"id": row.s.id, "model": row.s.model,
+                       "cells": {key: {**msgspec.to_builtins(cell), "sort": str(cell.sort)} for key, cell in cells.items()}}
+                      for row, cells in view["rows"]],
+            )
+            found.append(("_index.md" if target.path == "" else target.path.rstrip("/") + ".md", data))
+        return found
+
+
+class _Discard:
+    """A stage that drops what it is given (the listings' data chunks are copied from sitegen's site)."""
+
+    def write(self, path: str, text: str | bytes) -> None:
+        pass
+
+
+class _Nothing:
+    """A build plan in which nothing is unchanged."""
+
+    def unchanged(self, output: str, key: str) -> bool:
+        return False
+
+
 def copy_rest(reference: Path, static: Path, rendered: set[str]) -> int:
     """Copy every file of sitegen's site that Hugo does not render into Hugo's static/; returns how many."""
     copied = 0
@@ -171,11 +227,9 @@ def copy_rest(reference: Path, static: Path, rendered: set[str]) -> int:
     return copied
 
 
-def make_hugo_site(folder: Path, content: Path, bundles: list[Path], reference: Path) -> tuple[int, int]:
-    """A Hugo project that renders the run folders and comparison pages sitegen published in `reference`.
-
-    Returns the counts of files Hugo renders and of files it copies.
-    """
+def make_hugo_site(folder: Path, content: Path, bundles: list[Path], reference: Path) -> tuple[set[str], int]:
+    """A Hugo project that renders the run folders, comparison pages and listings sitegen published
+    in `reference`. Returns the site paths Hugo renders and the count of files it copies."""
     shutil.copytree(LAYOUTS, folder / "layouts")
     (folder / "hugo.json").write_text(json.dumps(hugo_config(content), indent=1))
     loaded = {b.id: b for b in (load_bundle(path) for path in bundles)}
@@ -201,13 +255,16 @@ def make_hugo_site(folder: Path, content: Path, bundles: list[Path], reference: 
     compare = folder / "content" / "compare"
     compare.mkdir(parents=True)
     (compare / "_index.md").write_text('{"_build": {"render": "never"}}\n')
+    for name, data in Listings(content).front_matters():
+        (folder / "content" / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / "content" / name).write_text(json.dumps(data) + "\n")
+        rendered.add(data["url"].lstrip("/") + "index.html")
     for a, b, why in pairs:
         slug = compare_slug(a, b)
         (compare / f"{slug}.md").write_text(json.dumps(compare_front_matter(a, b, why)) + "\n")
         rendered.add(compare_file(slug))
-    rendered_files = len(rendered)
-    rendered |= {run_dir(b.id) + "bundle.json" for b in loaded.values()}
-    return rendered_files, copy_rest(reference, folder / "static", rendered)
+    resources = {run_dir(b.id) + "bundle.json" for b in loaded.values()}
+    return rendered, copy_rest(reference, folder / "static", rendered | resources)
 
 
 # --- the diff check ---------------------------------------------------------------------------
@@ -216,9 +273,8 @@ def make_hugo_site(folder: Path, content: Path, bundles: list[Path], reference: 
 class Tokens(html.parser.HTMLParser):
     """An HTML document as its tags, attributes and text, character references decoded."""
 
-    def __init__(self, collapse: bool) -> None:
+    def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self.collapse = collapse
         self.out: list[tuple] = []
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
@@ -228,40 +284,87 @@ class Tokens(html.parser.HTMLParser):
         self.out.append(("end", tag))
 
     def handle_data(self, data: str) -> None:
-        text = re.sub(r"\s+", " ", data).strip() if self.collapse else data
-        if text:
-            self.out.append(("text", text))
+        self.out.append(("text", data))
 
 
-def tokens(text: str, collapse: bool = False) -> list[tuple]:
-    parser = Tokens(collapse)
+def tokens(text: str) -> list[tuple]:
+    parser = Tokens()
     parser.feed(text)
     parser.close()
     return parser.out
 
 
-def check_pages(reference: Path, built: Path, runs: list[str], pairs: list[str]) -> None:
-    """Compare Hugo's files with sitegen's: byte for byte, then as decoded HTML, then with whitespace collapsed."""
-    files = [run_dir(r) + name for r in runs for name in RUN_OUTPUTS] + [compare_file(p) for p in pairs]
+def kind_of(relative: str) -> str:
+    """What a site file is, for the check's table."""
+    if relative.startswith("runs/"):
+        return "run " + relative.rsplit("/", 1)[1]
+    if relative.startswith("compare/") and relative != "compare/index.html":
+        return "comparison page"
+    return "listing page"
+
+
+HOSTILE = "<b>bold</b> & \"quoted\" 'single' +plus"
+
+
+def vary(path: Path, index: int) -> None:
+    """Give a synthesized run what the plain ones lack, so the check sees every section of the page:
+    failed cells and their reasons, tail percentiles and repeats, a distorted cell, the measuring
+    machine and notes, an unknown GPU count, and markup-like text everywhere it can go."""
+    bundle = json.loads(path.read_text())
+    valid = [c for c in bundle["decode"] if c["status"] == "Valid"]
+    kind = index % 5
+    if kind == 0:
+        cell = valid[-1]
+        cell.update(status="Failed", error="HTTP 500: " + HOSTILE, total_tok_s=None, per_request_tok_s=None, ttft_ms=None, tbt_ms=None)
+        bundle["prefill"][-1].update(status="Failed", error="timed out " + HOSTILE, prompt_tok_s=None, ttft_ms=None)
+    elif kind == 1:
+        for cell in valid[:6]:
+            cell.update(ttft_p90_ms=cell["ttft_ms"] * 1.5, ttft_p99_ms=cell["ttft_ms"] * 2.25, tbt_p90_ms=cell["tbt_ms"] * 1.2, tbt_p99_ms=cell["tbt_ms"] * 1.9)
+            repeats = [{k: v for k, v in cell.items() if not k.endswith(("p90_ms", "p99_ms"))} for _ in range(3)]
+            for i, repeat in enumerate(repeats):
+                repeat["total_tok_s"] = round(cell["total_tok_s"] * (0.97 + 0.03 * i), 1)
+            repeats[2].update(status="Looped", total_tok_s=None)
+            cell.update(repeats=repeats, total_tok_s_spread_pct=3.1)
+    elif kind == 2:
+        valid[0].update(status="Distorted", distortion="the client read tokens late " + HOSTILE)
+    elif kind == 3:
+        bundle["hardware"].update(gpu_driver="580.65 " + HOSTILE, cuda_version="13.0",
+                                  client={"cpu": "EPYC <9004>", "cores": 16, "memory_gb": 64.0, "nice": -10})
+        bundle["notes"] = "Notes: " + HOSTILE
+        bundle["launch_command"] = (bundle.get("launch_command") or "vllm serve m") + " --chat-template '<think>&amp;' --x=\"+1\""
+    else:
+        bundle["hardware"]["gpu_count"] = None
+        bundle["model"] += " <beta> & co"
+    path.write_text(json.dumps(bundle, indent=2))
+
+
+def check(hugo: str, work: Path, runs: int, code: Path) -> None:
+    """Build `runs` varied runs with both tools and diff every file Hugo renders against sitegen's."""
+    bundles = make_content(work / "content", runs, 20261201)
+    for index, path in enumerate(bundles):
+        vary(path, index)
+    subprocess.run(sitegen_command(work / "content", work / "reference"), cwd=code, check=True, capture_output=True)
+    rendered, _ = make_hugo_site(work / "hugo", work / "content", bundles, work / "reference")
+    subprocess.run([hugo, "--quiet", "-d", str(work / "built")], cwd=work / "hugo", check=True)
+    print(f"diff check: {runs:,} runs varied to show every section and markup-like text")
+    check_pages(work / "reference", work / "built", rendered)
+
+
+def check_pages(reference: Path, built: Path, files: set[str]) -> None:
+    """Compare Hugo's files with sitegen's: byte for byte; with Go's "&#43;" read as "+"; as decoded HTML."""
     kinds: dict[str, list[int]] = {}
-    for relative in files:
+    for relative in sorted(files):
         ours, theirs = (reference / relative).read_text(), (built / relative).read_text()
-        kind = "compare page" if relative.startswith("compare/") else relative.rsplit("/", 1)[1]
-        counts = kinds.setdefault(kind, [0, 0, 0, 0])
-        counts[0] += 1
-        counts[1] += ours == theirs
-        if kind.endswith(".html") or kind == "compare page":
-            counts[2] += tokens(ours) == tokens(theirs)
-            counts[3] += tokens(ours, True) == tokens(theirs, True)
-            if tokens(ours, True) != tokens(theirs, True):
-                first = next(i for i, (x, y) in enumerate(zip(tokens(ours, True), tokens(theirs, True))) if x != y)
-                print(f"  differs: {relative} at {tokens(ours, True)[first]} / {tokens(theirs, True)[first]}")
-        else:
-            counts[2] += ours == theirs
-            counts[3] += ours == theirs
-    print("diff check: files identical to sitegen's (bytes / decoded HTML / whitespace collapsed too)")
-    for kind, (total, same, decoded, collapsed) in kinds.items():
-        print(f"  {kind:<18}{same:>4} /{decoded:>4} /{collapsed:>4} of {total}")
+        counts = kinds.setdefault(kind_of(relative), [0, 0, 0, 0])
+        same = [True, ours == theirs, ours == theirs.replace("&#43;", "+"),
+                ours == theirs or (relative.endswith(".html") and tokens(ours) == tokens(theirs))]
+        counts[:] = [c + ok for c, ok in zip(counts, same)]
+        if not same[3]:
+            first = next((i for i, (x, y) in enumerate(zip(tokens(ours), tokens(theirs))) if x != y), 0)
+            print(f"  differs: {relative}: sitegen {tokens(ours)[first:first + 2]}, Hugo {tokens(theirs)[first:first + 2]}")
+    print("  Hugo's files against sitegen's: identical bytes / identical once Go's &#43; reads + / same decoded HTML, of all")
+    for kind, (total, same, plus, decoded) in kinds.items():
+        print(f"  {kind:<22}{same:>5} /{plus:>5} /{decoded:>5} of {total}")
 
 
 # --- the light variant (the earlier figure) -----------------------------------------------------
@@ -337,7 +440,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--code", type=Path, default=ROOT, help="checkout whose sitegen builds (default: this one)")
     parser.add_argument("--light", action="store_true", help="the earlier comparison: Hugo renders a light page per run")
-    parser.add_argument("--check", type=int, default=0, metavar="N", help="diff N runs' files and their comparisons with sitegen's")
+    parser.add_argument("--check", type=int, default=0, metavar="N", help="first build N varied runs with both and diff every file Hugo renders")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="work in DIR (new) and keep it, to read the sites")
     args = parser.parse_args()
     hugo = shutil.which("hugo")
@@ -346,6 +449,8 @@ def main() -> None:
     version = subprocess.run([hugo, "version"], capture_output=True, text=True).stdout.split()[1]
     with tempfile.TemporaryDirectory(prefix="hugo-side-by-side-") as tmp:
         work = args.keep or Path(tmp)
+        if args.check:
+            check(hugo, work / "check", args.check, args.code)
         content = work / "content"
         bundles = make_content(content, args.runs, 20260903)
         if args.light:
@@ -355,14 +460,8 @@ def main() -> None:
             reference = work / "reference"
             subprocess.run(sitegen_command(content, reference), cwd=args.code, check=True, capture_output=True)
             rendered, copied = make_hugo_site(work / "hugo", content, bundles, reference)
-            detail = f"same pages: Hugo renders {rendered:,} of sitegen's files and copies the other {copied:,}"
-            if args.check:
-                subprocess.run([hugo, "--quiet", "-d", str(work / "hugo-check")], cwd=work / "hugo", check=True)
-                sample = random.Random(1).sample(sorted(b.stem for b in bundles), min(args.check, len(bundles)))
-                pairs = [p.stem for p in (reference / "compare").glob("*.html") if any(p.stem.startswith(s) or p.stem.endswith(s) for s in sample)]
-                check_pages(reference, work / "hugo-check", sample, pairs)
-                if not args.keep:
-                    shutil.rmtree(work / "hugo-check")
+            detail = (f"same pages: Hugo renders {len(rendered):,} of sitegen's files, publishes each bundle.json "
+                      f"as a page resource and copies the other {copied:,} (listing data, ranking, content pages, downloads, static/)")
             if not args.keep:
                 shutil.rmtree(reference)
         results: dict[str, list[tuple[float, float]]] = {"hugo": [], "sitegen": []}
