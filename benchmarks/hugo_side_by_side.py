@@ -154,10 +154,12 @@ def run_front_matter(bundle: Bundle, partners: list[tuple[str, str, str]]) -> di
 
 
 def compare_front_matter(a: Bundle, b: Bundle, why: str) -> dict:
-    """compare.html's own values; the runs' titles and decode sections come from their run pages."""
-    page = compare_page(a, b, why, (run_view(a), run_view(b)), (Markup(), Markup()))
+    """compare.html's own values and the runs' titles; each run's decode section comes from its run page."""
+    views = (run_view(a), run_view(b))
+    page = compare_page(a, b, why, views, (Markup(), Markup()))
     return {
-        "a": a.id, "b": b.id, "why": why, "root": "../", "url": "/" + compare_file(compare_slug(a, b)),
+        "a": a.id, "b": b.id, "title_a": views[0].title, "title_b": views[1].title, "why": why, "root": "../",
+        "url": "/" + compare_file(compare_slug(a, b)),
         "ratios": page["ratios"], "diffs": page["diffs"], "noise": page["noise"],
     }
 
