@@ -1,38 +1,38 @@
 """sitegen against Hugo on the same machine, in the same run: `python3 benchmarks/hugo_side_by_side.py --runs 1000`.
 
-Needs only Hugo (`apt-get install hugo`) beside this checkout's own requirements; it runs from a
-clean clone. It synthesizes runs as benchmarks/site_build.py does and builds them with sitegen once
-(untimed) to know what sitegen publishes. Then (the default, "same pages") Hugo gets, per run,
-the run page's whole view as JSON front matter, taken from sitegen's own views (run_view,
-capacity_view, tail_view, the charts, the comparison partners, the Reproduce block, the CSV
-cells and the picker record), and a page per comparison sitegen writes (compare_view.compare_page),
-and renders them with the layouts in benchmarks/hugo/ into the same HTML: the run page, its
-index.txt, measurements.csv and picker.js as output formats, bundle.json as a page resource, and
-each comparison page (each run's decode section rendered once per compactness, as sitegen does,
-by partialCached). Every other file sitegen writes (the listings and their data chunks, the
-ranking, the content pages, runs.json, runs.csv, the feed, the schema, static/) is copied into
-Hugo's static/ folder, so both write the same files; the script prints how many Hugo rendered.
-`--check N` diffs N runs' pages and their comparisons against sitegen's, byte for byte and
-after decoding character references (Go's html/template writes "+" as "&#43;").
+Runs from a clean clone with only Hugo added (`apt-get install hugo`; 0.111 or later) to the
+project's own requirements. It synthesizes runs as benchmarks/site_build.py does and builds them
+once with sitegen, untimed, to know what sitegen publishes.
 
-`--light` keeps the earlier, lighter comparison (issue 10's first figure): Hugo renders only the
+What the default compares (the same pages): Hugo gets each run's page view as JSON front matter,
+taken from sitegen's own views (run_view, capacity_view, tail_view, the chart data, the
+comparison partners, the Reproduce block, the CSV fields and the picker record), a page per
+comparison sitegen writes (compare_view.compare_page), and the listings' views (index, model and
+GPU pages, picker; captured from sitegen.listings). The layouts in benchmarks/hugo/ render them
+into the same files: the run page, its index.txt, measurements.csv and picker.js (output formats),
+bundle.json (a page resource), the comparison pages (each run's decode section rendered once per
+compactness by partialCached, as sitegen renders it once) and the listings. The files sitegen
+writes that are not pages of a run or a listing (listing data chunks, the ranking, the content
+pages, runs.json, runs.csv, the feed, the schema, static/) are copied from Hugo's static/, so both
+tools write the same files. The layouts are translations of templates/: `--check N` builds N runs
+varied to show every section and markup-like text and diffs every file Hugo renders against
+sitegen's, so a template change that the layouts miss shows up there.
+
+`--light` is the earlier, lighter comparison (issue 10's first figures): Hugo renders only the
 title, the decode matrix and the facts tables per run, and a list page, against sitegen's whole site.
 
-Both tools build alternately, each into a fresh folder, `--repeat` times; the script prints the
-median wall and CPU seconds of each, the pages (.html) and files each wrote, and their ratios.
-Only the builds are timed, not the preparation. Target (issue 10): at 1,000 runs sitegen's wall
-time no slower than Hugo's. The machine is shared: quote the load average with the figures.
+Either way both tools build alternately, each into a fresh folder, `--repeat` times; only the
+builds are timed, not the preparation. It prints the median wall and CPU seconds of each, the
+pages (.html) and files each wrote, and the ratios. Target (issue 10): at 1,000 runs sitegen's
+wall time no slower than Hugo's. The machine is shared: the load average is printed with the figures.
 """
 
 from __future__ import annotations
 
 import argparse
-import html
 import html.parser
 import json
 import os
-import random
-import re
 import resource
 import shutil
 import statistics
@@ -448,7 +448,7 @@ def main() -> None:
     hugo = shutil.which("hugo")
     if hugo is None:
         raise SystemExit("hugo is not installed: apt-get install hugo")
-    version = subprocess.run([hugo, "version"], capture_output=True, text=True).stdout.split()[1]
+    version = subprocess.run([hugo, "version"], capture_output=True, text=True, check=True).stdout.split()[1]
     with tempfile.TemporaryDirectory(prefix="hugo-side-by-side-") as tmp:
         work = args.keep or Path(tmp)
         if args.check:
