@@ -248,7 +248,7 @@ def make_hugo_site(folder: Path, content: Path, bundles: list[Path], reference: 
     runs = folder / "content" / "runs"
     runs.mkdir(parents=True)
     (runs / "_index.md").write_text('{"_build": {"render": "never"}}\n')
-    for path, bundle in zip(bundles, loaded.values()):
+    for bundle in loaded.values():
         page = runs / bundle.id
         page.mkdir()
         (page / "index.md").write_text(json.dumps(run_front_matter(bundle, partners.get(bundle.id, []))) + "\n")
