@@ -487,6 +487,8 @@ def main() -> None:
     print(f"{'':<26}{'wall s':>8}{'CPU s':>8}{'pages':>8}{'files':>8}")
     for name in ("hugo", "sitegen"):
         print(f"{name + (' ' + version if name == 'hugo' else ''):<26}{wall[name]:>8.2f}{cpu[name]:>8.2f}{pages[name]:>8,}{files[name]:>8,}")
+    for name, values in results.items():
+        print(f"{name} each build, wall / CPU s: " + ", ".join(f"{w:.2f} / {c:.2f}" for w, c in values))
     print(f"sitegen / hugo: wall {wall['sitegen'] / wall['hugo']:.2f}x, CPU {cpu['sitegen'] / cpu['hugo']:.2f}x, "
           f"pages {pages['sitegen'] / pages['hugo']:.2f}x, files {files['sitegen'] / files['hugo']:.2f}x (target: wall ≤ 1x)")
 
