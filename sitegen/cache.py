@@ -21,12 +21,11 @@ _CODE_ROOTS = (Path(__file__).resolve().parent, Path(runner.bundle.__file__).res
 
 def digest(*parts: bytes | str) -> str:
     """A short, stable hash of the parts, each length-prefixed so they cannot run together."""
-    h = hashlib.sha256()
+    framed = []
     for part in parts:
         data = part.encode() if isinstance(part, str) else part
-        h.update(len(data).to_bytes(8, "big"))
-        h.update(data)
-    return h.hexdigest()[:32]
+        framed += (len(data).to_bytes(8, "big"), data)
+    return hashlib.sha256(b"".join(framed)).hexdigest()[:32]
 
 
 def tree_digest(*roots: Path) -> str:

@@ -279,7 +279,7 @@ def frontier_figure(runs: list[tuple[str, str | None, list[Point]]]) -> Figure:
     by_gpu: dict[str, list[Point]] = {}
     for name, gpu, points in runs:
         shown = label(name)
-        by_gpu.setdefault(label(gpu or "unknown GPU"), []).extend(p._replace(text=f"{shown}<br>{p.text}") for p in points)
+        by_gpu.setdefault(label(gpu or "unknown GPU"), []).extend([Point(p.x, p.y, f"{shown}<br>{p.text}") for p in points])
     fronts = {gpu: pareto_frontier(points) for gpu, points in sorted(by_gpu.items())}
     data = [scatter_trace(gpu, points, mode="lines+markers") for gpu, points in fronts.items()]
     overall = pareto_frontier([p for points in fronts.values() for p in points])
