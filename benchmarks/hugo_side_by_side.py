@@ -44,21 +44,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from site_build import ROOT, make_content  # noqa: E402
-
 import msgspec  # noqa: E402
 from markupsafe import Markup  # noqa: E402
+from site_build import ROOT, make_content  # noqa: E402
 
 from runner.bundle.display import PAGE_TEXT  # noqa: E402
 from runner.bundle.schema import Bundle  # noqa: E402
 from sitegen import charts, exports, listings, runview  # noqa: E402
-from sitegen.catalog import scan  # noqa: E402
-from sitegen.context import Site  # noqa: E402
-from sitegen.index_view import COLUMNS  # noqa: E402
 from sitegen.capacity import capacity_view  # noqa: E402
+from sitegen.catalog import scan  # noqa: E402
 from sitegen.compare import compare_slug, related_pairs  # noqa: E402
 from sitegen.compare_view import compare_page, picker_script  # noqa: E402
 from sitegen.content_pages import load_pages  # noqa: E402
+from sitegen.context import Site  # noqa: E402
+from sitegen.index_view import COLUMNS  # noqa: E402
 from sitegen.loader import load_bundle  # noqa: E402
 from sitegen.render import SITE_NAME, settings_line  # noqa: E402
 from sitegen.runview import run_view  # noqa: E402

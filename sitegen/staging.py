@@ -24,8 +24,8 @@ from pathlib import Path
 
 import msgspec
 
-from sitegen.errors import InputError
 from sitegen.cache import collector_paused
+from sitegen.errors import InputError
 from sitegen.phases import phase
 
 MANIFEST = ".build-manifest"  # msgpack: each output's key and files
