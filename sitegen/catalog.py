@@ -23,7 +23,7 @@ from sitegen.cache import collector_paused, digest
 from sitegen.capacity import ranked_run
 from sitegen.errors import InputError, InputErrors
 from sitegen.index_view import run_record
-from sitegen.loader import load_bundle
+from sitegen.loader import decode_bundle_file, load_bundle, read_input
 from sitegen.parallel import fork_map
 from sitegen.summary import RunSummary, summarize
 
@@ -68,15 +68,17 @@ class Cache(msgspec.Struct):
         return {e.name: e for e in self.entries}
 
 
-def entry_of(path: Path, stamp: tuple[int, int, int], bundle: Bundle) -> RunEntry:
-    """The record of one decoded bundle."""
+def entry_of(path: Path, stamp: tuple[int, int, int], data: bytes) -> RunEntry:
+    """The record of one bundle file's bytes (checked and scrubbed as every read is); its fingerprint
+    hashes the bytes, which decide everything rendered from it (with the code, in each key)."""
+    bundle = decode_bundle_file(path, data)
     summary = summarize(bundle)
     ranked = ranked_run(bundle)
     return RunEntry(
         name=path.name,
         stamp=stamp,
         title=ranked.title,
-        fingerprint=digest(msgspec.json.encode(bundle)),
+        fingerprint=digest(data),
         summary=summary,
         keys=compare.keys_of(bundle),
         frontier=charts.run_frontier(bundle),
@@ -128,7 +130,7 @@ def _read_entry(item: tuple[Path, tuple[int, int, int]]) -> RunEntry | tuple[str
     values, which cross between processes whatever the exception class takes)."""
     path, stamp = item
     try:
-        return entry_of(path, stamp, load_bundle(path))
+        return entry_of(path, stamp, read_input(path))
     except InputError as exc:
         return (exc.path, exc.where, exc.message)
 
