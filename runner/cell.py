@@ -208,14 +208,18 @@ class CellRunner:
         if self.scraper is not None:
             tasks.append(asyncio.create_task(sample_metrics()))
         try:
-            await asyncio.wait_for(stop.wait(), timeout=duration)
-        except TimeoutError:
-            pass
-        end = time.perf_counter()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        lag_p99, lag_max, cpu = await lag.stop()
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=duration)
+            except TimeoutError:
+                pass
+            end = time.perf_counter()
+        finally:
+            # Also when the run is stopped (Ctrl-C cancels this task): a stream, scrape or loop
+            # probe left running would reach the closed client and print its error as a traceback.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            lag_p99, lag_max, cpu = await lag.stop()
         self.live_tokens = 0
         after = await timed_scrape(self.scraper) if self.scraper else None
 
