@@ -9,11 +9,11 @@ from typing import Protocol, TypeVar
 
 import msgspec
 
-from runner.bundle.display import has_value
 from runner.bundle.launch_words import launch_words
 from runner.bundle.schema import Bundle
 from sitegen.runview import Section, sections
 from sitegen.slug import slugify
+from sitegen.summary import valued_by_cell
 
 PARTNER_LIMIT = 3
 # How many runs nearest in time, per shared model or hardware, are weighed as a run's partners.
@@ -166,7 +166,7 @@ def related_pairs(runs: Iterable[R], limit: int = PARTNER_LIMIT, keys: Callable[
 
 def totals(bundle: Bundle) -> dict[tuple[int, int], float]:
     """Total tok/s of the cells with a value, by (context, concurrency)."""
-    return {(c.context_tokens, c.concurrency): c.total_tok_s for c in bundle.decode if has_value(c)}
+    return {key: c.total_tok_s for key, c in valued_by_cell(bundle).items()}
 
 
 def ratio_cell(concurrency: int, a_tok_s: float | None, b_tok_s: float | None) -> RatioCell:

@@ -6,8 +6,8 @@ more than the noise when their ranges overlap. Comparison pages mark those cells
 
 from __future__ import annotations
 
-from runner.bundle.display import has_value
 from runner.bundle.schema import Bundle, DecodeCell
+from sitegen.summary import valued_by_cell
 from sitegen.tail_view import repeats_of, total_range
 
 
@@ -19,12 +19,9 @@ def noise_range(cell: DecodeCell) -> tuple[float, float]:
 def within_noise(a: Bundle, b: Bundle) -> dict[tuple[int, int], bool]:
     """For each cell with a value in both runs and repeats in at least one: do the two ranges of
     total tok/s overlap? Where they do, the difference between the runs lies within the noise."""
-    cells_a = {(c.context_tokens, c.concurrency): c for c in a.decode if has_value(c)}
+    cells_a = valued_by_cell(a)
     verdicts = {}
-    for cell_b in b.decode:
-        if not has_value(cell_b):
-            continue
-        key = (cell_b.context_tokens, cell_b.concurrency)
+    for key, cell_b in valued_by_cell(b).items():
         cell_a = cells_a.get(key)
         if cell_a is None or not (repeats_of(cell_a) or repeats_of(cell_b)):
             continue

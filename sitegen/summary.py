@@ -38,12 +38,17 @@ class RunSummary(msgspec.Struct, kw_only=True, frozen=True):
     status_counts: dict[str, int]
 
 
+_CELL_ORDER = operator.attrgetter("context_tokens", "concurrency")
+
+
 def valued_cells(bundle: Bundle) -> list[DecodeCell]:
     """The decode cells with a value, ordered by context then concurrency."""
     return sorted((c for c in bundle.decode if has_value(c)), key=_CELL_ORDER)
 
 
-_CELL_ORDER = operator.attrgetter("context_tokens", "concurrency")
+def valued_by_cell(bundle: Bundle) -> dict[tuple[int, int], DecodeCell]:
+    """The decode cells with a value by (context, concurrency), for lookups that need no order."""
+    return {(c.context_tokens, c.concurrency): c for c in bundle.decode if has_value(c)}
 
 
 def per_gpu(total: float, gpu_count: int | None) -> float | None:

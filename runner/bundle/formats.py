@@ -18,6 +18,9 @@ _WIDE = Context(prec=400)
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
+_SCALE = (1, 10, 100)  # 10 ** places
+
+
 def _fixed(value: float, places: int) -> str:
     """`value` with `places` decimals and thousands commas, rounded half up as people expect
     ("0.05" -> "0.1"), not Python's half-even.
@@ -32,9 +35,6 @@ def _fixed(value: float, places: int) -> str:
     if abs(scaled) < 1e9 and abs(scaled - math.floor(scaled) - 0.5) > 1e-6:
         return f"{value:,.{places}f}"
     return f"{_round_decimal(value, places):,.{places}f}"
-
-
-_SCALE = (1, 10, 100)
 
 
 def _under_ten_thousand(value: float, tenths: str) -> bool:
