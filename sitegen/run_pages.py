@@ -88,17 +88,18 @@ class Renderer:
         self.stage = stage
         self.loaded: OrderedDict[str, tuple[Bundle, runview.RunView, dict[bool, Markup]]] = OrderedDict()
 
-    def render(self, task: Task) -> list[str]:
-        """Render one task into the stage; returns the site paths it wrote, for the caller to record
-        (a worker's stage is its own copy)."""
-        before = len(self.stage.written)
-        if task[0] == "run":
-            self.run(*task[1:])
-        else:
-            self.compare(*task[1:])
-        written = self.stage.written[before:]
-        del self.stage.written[before:]
-        return written
+    def render(self, task: Task) -> dict[str, int]:
+        """Render one task into the stage; returns the site paths it wrote with their inodes, for the
+        caller to record (a worker's stage is its own copy)."""
+        recorded, self.stage.written = self.stage.written, {}
+        try:
+            if task[0] == "run":
+                self.run(*task[1:])
+            else:
+                self.compare(*task[1:])
+            return self.stage.written
+        finally:
+            self.stage.written = recorded
 
     def load(self, path: str) -> tuple[Bundle, runview.RunView, dict[bool, Markup]]:
         """A bundle, its view and its decode sections by compactness, read once while recent."""
@@ -143,5 +144,5 @@ class Renderer:
 def render_pages(stage: Stage, renderer: Renderer, tasks: list[Task], jobs: int, progress: Progress) -> None:
     """Render every task, across `jobs` forked processes when there are enough of them."""
     for written in fork_map(renderer.render, tasks, jobs, WORKER_CHUNK, ordered=False):
-        stage.written += written
+        stage.written.update(written)
         progress.advance()

@@ -7,16 +7,24 @@ double-buffered: after a swap it holds the previous site, which is kept as the n
 stage, checked against the published site (only hard links of its files at the same paths stay)
 and brought up to date with what changed; files it lacks are linked (or copied) from the
 published site, so every published site is whole.
+
+The published files' inodes are recorded beside the site (not in it: two builds of the same
+content stay byte-identical) with the stamp of the manifest they belong to. While the published
+manifest is the very file that build wrote, they are read from there; else (a site copied,
+restored or moved in whole, whose inodes are new and may be other files' old numbers) from a
+walk of the published site.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import fcntl
 import itertools
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,13 +46,15 @@ class Stage:
 
     The folder may be the site before last, kept (see `staged`): it then holds only hard links of
     the published site's files (`kept`, by path and inode), and a file is never written in place,
-    so a link shared with the published site is replaced, not written through.
+    so a link shared with the published site is replaced, not written through. Each file written
+    or linked is recorded with its inode, for the manifest the next build checks its stage by.
     """
 
     def __init__(self, root: Path, kept: dict[str, int] | None = None) -> None:
         self.root = root.resolve()
         self.kept = kept or {}  # files already here, each the same inode as the published file at its path
-        self.written: list[str] = []
+        self.written: dict[str, int] = {}  # files written by this build, with their inodes
+        self.linked: dict[str, int] = {}  # files of the published site linked in (or copied), with their inodes
         self._folders: set[str] = set()  # folders already checked and made: a site writes thousands of files into each
 
     def path(self, relative: str) -> Path:
@@ -72,21 +82,30 @@ class Stage:
         target = self._target(relative)
         # O_EXCL and O_NOFOLLOW: a link planted where a file goes is refused, not written through.
         descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        with open(descriptor, "wb") as file:
+        with open(descriptor, "wb", closefd=False) as file:
             file.write(data.encode() if isinstance(data, str) else data)
-        self.written.append(relative)
+        try:
+            self.written[relative] = os.fstat(descriptor).st_ino
+        finally:
+            os.close(descriptor)
 
     def copy(self, relative: str, source: Path) -> None:
-        shutil.copyfile(source, self._target(relative))
-        self.written.append(relative)
+        target = self._target(relative)
+        shutil.copyfile(source, target)
+        self.written[relative] = os.lstat(target).st_ino
 
     def reuse(self, relative: str, published: str) -> None:
-        """A file of the previous site, unchanged: hard-linked (files are never rewritten in place), else copied."""
+        """A file of the previous site, unchanged: hard-linked (files are never rewritten in place), else
+        copied; refused if what is there now is not a plain file (it was swapped while this build ran)."""
         target = self._target(relative)
         try:
             os.link(published, target, follow_symlinks=False)
         except OSError:
-            shutil.copyfile(published, target)
+            shutil.copyfile(published, target, follow_symlinks=False)
+        found = os.lstat(target)
+        if not stat.S_ISREG(found.st_mode):
+            raise InputError(published, None, "changed into something other than a file while the site was built; build again")
+        self.linked[relative] = found.st_ino
 
     def remove(self, relative: str) -> None:
         """Remove a kept file the new site no longer has, and the folders it leaves empty."""
@@ -111,28 +130,41 @@ class Publication:
     def __init__(self, out: Path) -> None:
         self.out = out
         self.old = _read_manifest(out)  # output -> (key, files)
-        self.present = _plain_files(out) if self.old else {}  # the published files as they are now, by inode
+        recorded = _read_inodes(out) if self.old else {}
+        self.walked = recorded is None
+        # The published files by inode: as recorded while the manifest is its build's own, else as they are now.
+        if recorded is None:
+            listed = {f for _, files in self.old.values() for f in files}
+            recorded = {f: inode for f, inode in _plain_files(out).items() if f in listed}
+        self.published = recorded
+        self.inodes: dict[str, int] = {}  # the new site's files by inode (set by `finish`)
         self.keys: dict[str, str] = {}
         self.rendered: set[str] = set()
         self.kept: dict[str, int] = {}  # the stage's files that are the published ones (set by `staged`)
 
-    @property
-    def published(self) -> dict[str, int]:
-        """The files the previous build published that are still there, plain, with their inodes."""
-        return {f: inode for _, files in self.old.values() for f in files if (inode := self.present.get(f)) is not None}
-
     def unchanged(self, output: str, key: str) -> bool:
         """Record an output's key; True when the published one is current and whole, so it need not be rendered.
 
-        Whole: each of its files is still a plain file in the published site (not a link a planted
-        symlink could pull something outside the site through).
+        Whole: each of its files is in the stage already (a hard link of the published file), or is
+        the published site's plain file of the inode the manifest records (not a link a planted
+        symlink could pull something outside the site through, nor a file put in its place).
         """
         self.keys[output] = key
         old = self.old.get(output)
-        if old is not None and old[0] == key and old[1] and all(map(self.present.__contains__, old[1])):
+        if old is not None and old[0] == key and old[1] and all(f in self.kept or self._plain(f) for f in old[1]):
             return True
         self.rendered.add(output)
         return False
+
+    def _plain(self, relative: str) -> bool:
+        """Whether the published file is still the plain file the manifest records (or, walked, is there)."""
+        if self.walked:
+            return relative in self.published
+        try:
+            found = os.lstat(f"{self.out}/{relative}")
+        except OSError:
+            return False
+        return stat.S_ISREG(found.st_mode) and found.st_ino == self.published[relative]
 
     @property
     def reused(self) -> int:
@@ -146,10 +178,10 @@ class Publication:
             if output not in self.rendered:
                 files = self.old[output][1]
                 for relative in files:
-                    if stage.kept.get(relative) != self.present[relative]:
+                    if relative not in stage.kept:
                         stage.reuse(relative, f"{self.out}/{relative}")
                 outputs[output] = (key, files)
-        written = set(stage.written)
+        written = stage.written
         for relative in sorted(written):
             # A file inside a keyed folder is that folder's, not an output of its own (by its parent
             # folders, looked up: matching every file against every folder grew as runs squared).
@@ -162,6 +194,8 @@ class Publication:
                         stage.remove(relative)
         manifest = _ManifestFile(_MANIFEST_VERSION, dict(sorted(outputs.items())))
         stage.write(MANIFEST, msgspec.msgpack.encode(manifest))
+        self.inodes = {f: inode for _, files in outputs.values() for f in files
+                       if (inode := stage.written.get(f) or stage.linked.get(f) or stage.kept.get(f))}
 
 
 def check_output(out: Path, sources: list[Path]) -> None:
@@ -221,6 +255,7 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
         os.chmod(stage.root, 0o755)
         with phase("stage: swap"):
             _swap(stage.root, out)
+            _record_inodes(out, publication.inodes)
         adopted = True  # the stage holds the previous site now: kept for the next build
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
@@ -255,15 +290,16 @@ def _adopt(kept: Path, tmp: Path) -> int | None:
 def _verified(root: Path, published: dict[str, int]) -> dict[str, int]:
     """Keep in a stage only the plain files that are the published site's own (same path, same inode:
     hard links of the published files); everything else goes, links and strays included."""
-    return _walk(root, lambda relative, inode: published.get(relative) == inode, remove=True)
+    return _walk(root, keep=lambda relative, inode: published.get(relative) == inode, remove=True)
 
 
-def _walk(root: Path, keep: Callable[[str, int], bool], remove: bool = False) -> dict[str, int]:
+def _walk(root: Path, keep: Callable[[str, int], bool], remove: bool) -> dict[str, int]:
     """The plain files under root that `keep` accepts, by relative path, with their inodes; with
     `remove`, every other entry (and each folder left empty) is removed.
 
     Walked by folder descriptors, never following a link, so a folder swapped for a link while
-    this runs cannot redirect a removal outside root.
+    this runs cannot redirect a removal outside root; types and inodes come from the folder
+    listings, so no file is stat-ed.
     """
     found: dict[str, int] = {}
 
@@ -284,8 +320,8 @@ def _walk(root: Path, keep: Callable[[str, int], bool], remove: bool = False) ->
                     os.rmdir(entry.name, dir_fd=folder)
                 else:
                     empty = False
-            elif entry.is_file(follow_symlinks=False) and keep(relative, entry.inode()):
-                found[relative] = entry.inode()
+            elif entry.is_file(follow_symlinks=False) and keep(relative, inode := entry.inode()):
+                found[relative] = inode
                 empty = False
             elif remove:
                 os.unlink(entry.name, dir_fd=folder)
@@ -419,9 +455,50 @@ def _read_manifest(out: Path) -> Manifest:
     return found.outputs if len(set(names)) == len(names) and _all_inside(names) else {}  # each file of one output
 
 
+class _InodesFile(msgspec.Struct, array_like=True):
+    manifest: tuple[int, int]  # the manifest file's inode and change time (which no one can set)
+    files: dict[str, int]
+
+
+def _inodes_file(out: Path) -> Path:
+    """Where the published files' inodes are recorded: beside the site, like its kept stage."""
+    return out.parent / f".{out.name}-inodes"
+
+
+def _manifest_stamp(out: Path) -> tuple[int, int]:
+    found = os.lstat(out / MANIFEST)
+    return (found.st_ino, found.st_ctime_ns)
+
+
+def _read_inodes(out: Path) -> dict[str, int] | None:
+    """The published files' inodes as their build recorded them; None unless that build's manifest is
+    the one published now (not a copy, nor another build's)."""
+    try:
+        found = msgspec.msgpack.decode(_inodes_file(out).read_bytes(), type=_InodesFile)
+        return found.files if found.manifest == _manifest_stamp(out) else None
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _record_inodes(out: Path, inodes: dict[str, int]) -> None:
+    """Record the site just published's files by inode, for the next build (written whole, then renamed
+    into place; a build killed before this leaves a record the next build finds stale). The site is
+    published already: where the record cannot be written (a full disk), there is none, and the next
+    build walks the site instead."""
+    record = _inodes_file(out)
+    partial = record.with_name(record.name + ".partial")
+    try:
+        partial.write_bytes(msgspec.msgpack.encode(_InodesFile(_manifest_stamp(out), inodes)))
+        os.replace(partial, record)
+    except OSError:
+        for leftover in (partial, record):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+
+
 def _plain_files(root: Path) -> dict[str, int]:
     """Every plain file under a folder by its path there, with its inode; links are not followed."""
-    return _walk(root, lambda relative, inode: True)
+    return _walk(root, remove=False, keep=lambda relative, inode: True)
 
 
 def _folder_output(relative: str, outputs: dict[str, str]) -> str | None:

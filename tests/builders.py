@@ -19,6 +19,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlparse
 
+import msgspec
 import pytest
 
 from runner.bundle.schema import (
@@ -246,8 +247,20 @@ class MatrixText(HTMLParser):
 
 
 def tree_digest(folder: Path) -> dict[str, str]:
-    """Every file below `folder` by relative path, with its SHA-256: equal digests, byte-identical trees."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+    """Every file below `folder` by relative path, with its SHA-256: equal digests, byte-identical trees
+    (the build manifest's inodes aside, which differ between any two builds)."""
+    return {str(p.relative_to(folder)): hashlib.sha256(_without_inodes(p)).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _without_inodes(path: Path) -> bytes:
+    """A file's bytes; for a build manifest, its outputs' keys and files without the files' inodes
+    (and nothing of the stamp, which is only the manifest's own inode and change time)."""
+    if path.name == ".build-stamp":
+        return b""
+    if path.name != ".build-manifest":
+        return path.read_bytes()
+    version, outputs = msgspec.msgpack.decode(path.read_bytes())
+    return msgspec.msgpack.encode([version, {output: entry[:2] for output, entry in outputs.items()}])
 
 
 # --- HTTP --------------------------------------------------------------------------------------

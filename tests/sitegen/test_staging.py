@@ -109,7 +109,7 @@ def test_a_build_killed_between_update_and_swap_leaves_the_old_site_and_the_next
     assert [p.name for p in tmp_path.glob(".site-build-*")] and not _kept(out).exists()  # the half-updated stage
     build_site(content, out)
     assert tree_digest(out) == _fresh(content, tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site")) == [".site-stage"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site")) == [".site-inodes", ".site-stage"]
 
 
 def test_a_tampered_stage_is_not_trusted(site_with_stage: tuple[Path, Path], tmp_path: Path) -> None:
@@ -165,6 +165,33 @@ def test_a_stage_held_by_a_running_build_is_left_alone(site_with_stage: tuple[Pa
     finally:
         os.close(held)
     assert tree_digest(out) == _fresh(content, tmp_path)
+
+
+def test_a_rebuild_reads_the_published_files_inodes_from_its_record_not_a_walk(
+        site_with_stage: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    content, out = site_with_stage
+    walks: list[Path] = []
+    real_walk = sitegen.staging._plain_files
+    monkeypatch.setattr(sitegen.staging, "_plain_files", lambda root: walks.append(root) or real_walk(root))
+    _change_run(content)
+    build_site(content, out)
+    assert walks == [] and tree_digest(out) == _fresh(content, tmp_path)
+
+
+def test_a_site_restored_from_a_copy_is_walked_since_its_recorded_inodes_are_stale(
+        site_with_stage: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy's files have new inodes, which may be the numbers of other files' recorded ones (ext4
+    hands freed numbers out again): the record names the manifest it belongs to, and a copy's is another."""
+    content, out = site_with_stage
+    shutil.copytree(out, tmp_path / "backup")
+    shutil.rmtree(out)
+    shutil.copytree(tmp_path / "backup", out)
+    walks: list[Path] = []
+    real_walk = sitegen.staging._plain_files
+    monkeypatch.setattr(sitegen.staging, "_plain_files", lambda root: walks.append(root) or real_walk(root))
+    _change_run(content)
+    build_site(content, out)
+    assert walks == [out.resolve()] and tree_digest(out) == _fresh(content, tmp_path)
 
 
 @pytest.mark.parametrize("path", ["../x", "/etc/passwd", "a//b", "a/./b", "a/../b", "a\\b", "", "a/", "ok\x00../x"])
