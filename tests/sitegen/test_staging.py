@@ -8,8 +8,10 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 import sitegen.staging
@@ -192,6 +194,22 @@ def test_a_site_restored_from_a_copy_is_walked_since_its_recorded_inodes_are_sta
     _change_run(content)
     build_site(content, out)
     assert walks == [out.resolve()] and tree_digest(out) == _fresh(content, tmp_path)
+
+
+def test_a_manifest_changed_after_its_build_is_checked_again(site_with_stage: tuple[Path, Path]) -> None:
+    """The record vouches only for the manifest file its build wrote: one written over since (a new
+    change time) is checked, and one naming a path outside the site is refused whole."""
+    _, out = site_with_stage
+    outputs, inodes = sitegen.staging._read_published(out)
+    assert outputs and inodes is not None
+    manifest = out / sitegen.staging.MANIFEST
+    version, raw = msgspec.msgpack.decode(manifest.read_bytes())
+    time.sleep(0.02)  # a change time ticks by the kernel's clock tick, not by the nanosecond
+    manifest.write_bytes(msgspec.msgpack.encode([version, raw]))  # the same bytes, written again
+    assert sitegen.staging._read_published(out) == (outputs, None)
+    raw["../outside"] = ["x", ["../outside"]]
+    manifest.write_bytes(msgspec.msgpack.encode([version, raw]))
+    assert sitegen.staging._read_published(out) == ({}, None)
 
 
 @pytest.mark.parametrize("path", ["../x", "/etc/passwd", "a//b", "a/./b", "a/../b", "a\\b", "", "a/", "ok\x00../x"])
