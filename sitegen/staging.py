@@ -64,24 +64,31 @@ class Stage:
             raise InputError(relative, None, "refusing to write outside the output folder")
         return target
 
-    def _target(self, relative: str) -> str:
-        """Where a file goes, its folder made and the file it replaces removed: the folder resolved and
-        checked once, then the file by its name alone."""
+    def _target(self, relative: str, replace: bool = True) -> str:
+        """Where a file goes, its folder made and (with `replace`) the file it replaces removed: the
+        folder resolved and checked once, then the file by its name alone."""
         folder, _, name = relative.rpartition("/")
         if folder not in self._folders or name in ("", ".", ".."):
             self.path(relative).parent.mkdir(parents=True, exist_ok=True)
             self._folders.add(folder)
         target = f"{self.root}/{relative}"
-        try:
-            os.unlink(target)  # a link (to a published file, or planted) is removed, never followed
-        except FileNotFoundError:
-            pass
+        if replace:
+            try:
+                os.unlink(target)  # a link (to a published file, or planted) is removed, never followed
+            except FileNotFoundError:
+                pass
         return target
 
     def write(self, relative: str, data: bytes | str) -> None:
-        target = self._target(relative)
-        # O_EXCL and O_NOFOLLOW: a link planted where a file goes is refused, not written through.
-        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        # O_EXCL and O_NOFOLLOW: a link planted where a file goes is refused, not written through. Only a
+        # kept file is removed first; a file found where none was (planted since the check) is removed then.
+        target = self._target(relative, replace=relative in self.kept)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            descriptor = os.open(target, flags, 0o644)
+        except FileExistsError:
+            os.unlink(target)
+            descriptor = os.open(target, flags, 0o644)
         with open(descriptor, "wb", closefd=False) as file:
             file.write(data.encode() if isinstance(data, str) else data)
         try:
