@@ -15,13 +15,13 @@ from pathlib import Path
 import msgspec
 
 from runner.bundle.schema import bundle_json_schema
-from sitegen import exports, phases
+from sitegen import exports, memo, phases
 from sitegen.cache import code_digest, collector_paused, digest
 from sitegen.capacity import RankedRun, ranking_chunks, ranking_view
 from sitegen.catalog import (
     CACHE_FILE,
     count_files,
-    encode_cache,
+    new_cache,
     read_cache,
     related_pairs,
     scan,
@@ -93,7 +93,9 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
                 with phase("static"):
                     copy_static(stage, templates / "static")
                 with phase("write cache"):
-                    stage.write(CACHE_FILE, encode_cache(entries, site.pairs, code))
+                    written = new_cache(entries, site.pairs, code)
+                    stage.write(CACHE_FILE, msgspec.msgpack.encode(written))
+        memo.remember(out / CACHE_FILE, written)
     finally:
         gc.unfreeze()
         progress.close()

@@ -18,7 +18,7 @@ from pathlib import Path
 import msgspec
 
 from runner.bundle.schema import Bundle
-from sitegen import charts, compare
+from sitegen import charts, compare, memo
 from sitegen.cache import collector_paused, digest
 from sitegen.capacity import ranked_run
 from sitegen.errors import InputError, InputErrors
@@ -93,12 +93,15 @@ def stamp_of(st: os.stat_result) -> tuple[int, int, int]:
 
 
 def read_cache(out: Path, code: str) -> Cache:
-    """The previous build's cache; an empty one when missing, unreadable or from other code."""
-    try:
-        with collector_paused():
-            cache = msgspec.msgpack.decode((out / CACHE_FILE).read_bytes(), type=Cache)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-        return Cache(code, [])
+    """The previous build's cache (as this process remembers it, while the file is the one it wrote);
+    an empty one when missing, unreadable or from other code."""
+    cache = memo.recall(out / CACHE_FILE)
+    if not isinstance(cache, Cache):
+        try:
+            with collector_paused():
+                cache = msgspec.msgpack.decode((out / CACHE_FILE).read_bytes(), type=Cache)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            return Cache(code, [])
     return cache if cache.code == code else Cache(code, [])
 
 
@@ -116,10 +119,9 @@ def related_pairs(entries: list[RunEntry], cache: Cache) -> list[tuple[RunEntry,
     return compare.related_pairs(entries, keys=lambda e: e.keys)
 
 
-def encode_cache(entries: list[RunEntry], pairs: list[tuple[RunEntry, RunEntry, str]], code: str) -> bytes:
+def new_cache(entries: list[RunEntry], pairs: list[tuple[RunEntry, RunEntry, str]], code: str) -> Cache:
     """This build's entries and pairs, for the next build's read_cache."""
-    ids = [(a.id, b.id, why) for a, b, why in pairs]
-    return msgspec.msgpack.encode(Cache(code, entries, relations_digest(entries), ids))
+    return Cache(code, entries, relations_digest(entries), [(a.id, b.id, why) for a, b, why in pairs])
 
 
 SCAN_CHUNK = 32  # bundles a worker decodes at a time

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import msgspec
 
+from sitegen import memo
 from sitegen.cache import collector_paused
 from sitegen.errors import InputError
 from sitegen.phases import phase
@@ -143,6 +144,7 @@ class Publication:
             listed = {f for _, files in self.old.values() for f in files}
             recorded = {f: inode for f, inode in _plain_files(out).items() if f in listed}
         self.published = recorded or {}
+        self.outputs: Manifest = {}  # the new site's outputs (set by `finish`)
         self.inodes: dict[str, int] = {}  # the new site's files by inode (set by `finish`)
         self.keys: dict[str, str] = {}
         self.rendered: set[str] = set()
@@ -200,6 +202,7 @@ class Publication:
                         stage.remove(relative)
         manifest = _ManifestFile(_MANIFEST_VERSION, dict(sorted(outputs.items())))
         stage.write(MANIFEST, msgspec.msgpack.encode(manifest))
+        self.outputs = manifest.outputs
         self.inodes = {f: inode for _, files in outputs.values() for f in files
                        if (inode := stage.written.get(f) or stage.linked.get(f) or stage.kept.get(f))}
 
@@ -262,6 +265,7 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
         with phase("stage: swap"):
             _swap(stage.root, out)
             _record_inodes(out, publication.inodes)
+            memo.remember(out / MANIFEST, (publication.outputs, publication.inodes))
         adopted = True  # the stage holds the previous site now: kept for the next build
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
@@ -452,6 +456,9 @@ def _read_published(out: Path) -> tuple[Manifest, dict[str, int] | None]:
     (at 10,000 runs the check costs 100 ms); any other is refused if it names a file that would
     leave the output folder or is not inside the output that claims it.
     """
+    remembered = memo.recall(out / MANIFEST)  # what this process published last, while it is still there
+    if remembered is not None:
+        return remembered  # type: ignore[return-value]
     try:
         with open(os.open(out / MANIFEST, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as file:
             found = os.fstat(file.fileno())

@@ -1,0 +1,88 @@
+"""A long-running process's memory of the site it published: recalled only while the files are the ones it wrote."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from sitegen import memo
+from sitegen.build import build_site
+from sitegen.catalog import CACHE_FILE, Cache
+from sitegen.staging import MANIFEST, _ManifestFile
+from tests.builders import ROOT, tree_digest
+
+RUN = "mimo-v2-6-flash-rl-h200-nvl-x2"
+
+
+def _change_run(content: Path, value: float) -> None:
+    path = content / "runs" / f"{RUN}.json"
+    bundle = json.loads(path.read_text())
+    bundle["decode"][0]["total_tok_s"] = value
+    path.write_text(json.dumps(bundle))
+
+
+def test_a_value_is_recalled_only_while_its_file_is_the_one_written(tmp_path: Path) -> None:
+    path = tmp_path / "file"
+    path.write_text("one")
+    memo.remember(path, "one")
+    assert memo.recall(path) == "one"
+    time.sleep(0.02)  # a change time ticks by the kernel's clock tick
+    path.write_text("two")  # the same file written again: a new change time
+    assert memo.recall(path) is None
+    memo.remember(path, "two")
+    path.unlink()
+    path.write_text("three")  # another file in its place
+    assert memo.recall(path) is None
+
+
+@pytest.fixture
+def decoded(monkeypatch: pytest.MonkeyPatch) -> list[type]:
+    """The build cache and manifest decodes this process makes, by type."""
+    found: list[type] = []
+    real = msgspec.msgpack.decode
+
+    def counting(data: bytes, **kwargs: object) -> object:
+        if kwargs.get("type") in (Cache, _ManifestFile):
+            found.append(kwargs["type"])  # type: ignore[arg-type]
+        return real(data, **kwargs)
+
+    monkeypatch.setattr(msgspec.msgpack, "decode", counting)
+    return found
+
+
+def test_a_rebuild_in_the_same_process_reads_neither_cache_nor_manifest(tmp_path: Path, decoded: list[type]) -> None:
+    content = tmp_path / "content"
+    shutil.copytree(ROOT / "content", content)
+    out = tmp_path / "site"
+    build_site(content, out)
+    _change_run(content, 123.4)
+    decoded.clear()
+    build_site(content, out)
+    assert decoded == []
+    fresh = tmp_path / "fresh"
+    build_site(content, fresh)
+    assert tree_digest(out) == tree_digest(fresh)
+
+
+def test_a_site_another_process_rebuilt_is_read_again(tmp_path: Path, decoded: list[type]) -> None:
+    content = tmp_path / "content"
+    shutil.copytree(ROOT / "content", content)
+    out = tmp_path / "site"
+    build_site(content, out)
+    _change_run(content, 234.5)
+    subprocess.run([sys.executable, "-m", "sitegen", "build", "--content", str(content), "--out", str(out)],
+                   cwd=ROOT, check=True, capture_output=True)
+    _change_run(content, 345.6)
+    decoded.clear()
+    build_site(content, out)
+    assert sorted(t.__name__ for t in decoded) == ["Cache", "_ManifestFile"]
+    fresh = tmp_path / "fresh"
+    build_site(content, fresh)
+    assert tree_digest(out) == tree_digest(fresh)
