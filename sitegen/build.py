@@ -56,26 +56,28 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
     if not (templates / "static").is_dir():
         raise InputError(templates, None, "not a templates folder (it needs the page templates and static/); check --templates")
     runs = runs_folder(content)
+    jobs = jobs or cpu_count()
     with phase("code digest"):
         code = code_digest(templates)
-    progress.start("reading bundles", count_files(runs))
-    with phase("read cache"):
-        cache = read_cache(out, code)
-    jobs = jobs or cpu_count()
-    with phase("scan bundles"):
-        entries = scan(runs, cache.by_name(), jobs, progress.advance)
-    gc.freeze()  # the run records live to the end: keep the collector (and forked workers' pages) off them
     try:
-        with phase("pairs and pages"):
-            site = Site(
-                runs=runs,
-                entries=entries,
-                pages=load_pages(content / "pages") if (content / "pages").is_dir() else [],
-                pairs=related_pairs(entries, cache),
-                env=make_environment(templates),
-                code=code,
-            )
+        # The stage is taken first: the site before last, kept beside the site, is checked in a forked
+        # process while this one reads the runs.
         with staged(out, [content / "runs", content / "pages", templates]) as (stage, plan):
+            progress.start("reading bundles", count_files(runs))
+            with phase("read cache"):
+                cache = read_cache(out, code)
+            with phase("scan bundles"):
+                entries = scan(runs, cache.by_name(), jobs, progress.advance)
+            gc.freeze()  # the run records live to the end: keep the collector (and forked workers' pages) off them
+            with phase("pairs and pages"):
+                site = Site(
+                    runs=runs,
+                    entries=entries,
+                    pages=load_pages(content / "pages") if (content / "pages").is_dir() else [],
+                    pairs=related_pairs(entries, cache),
+                    env=make_environment(templates),
+                    code=code,
+                )
             with phase("plan pages (keys)"):
                 tasks = plan_pages(site, plan)
             progress.start("rendering pages", len(tasks))
@@ -97,7 +99,7 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
                     stage.write(CACHE_FILE, msgspec.msgpack.encode(written))
         memo.remember(out / CACHE_FILE, written)
     finally:
-        gc.unfreeze()
+        gc.unfreeze()  # (nothing was frozen when the build failed before its runs were read)
         progress.close()
         phases.report()
     seconds = time.perf_counter() - started

@@ -8,8 +8,8 @@ stage, checked against the published site (only hard links of its files at the s
 and brought up to date with what changed; files it lacks are linked (or copied) from the
 published site, so every published site is whole.
 
-The published files' inodes are recorded beside the site (not in it: two builds of the same
-content stay byte-identical) with the stamp of the manifest they belong to. While the published
+The published files' inodes are recorded in the kept stage (not in the site: two builds of the
+same content stay byte-identical) with the stamp of the manifest they belong to. While the published
 manifest is the very file that build wrote, they are read from there; else (a site copied,
 restored or moved in whole, whose inodes are new and may be other files' old numbers) from a
 walk of the published site.
@@ -24,6 +24,7 @@ import fcntl
 import itertools
 import os
 import shutil
+import signal
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
@@ -51,12 +52,23 @@ class Stage:
     or linked is recorded with its inode, for the manifest the next build checks its stage by.
     """
 
-    def __init__(self, root: Path, kept: dict[str, int] | None = None) -> None:
+    def __init__(self, root: Path, settle: Callable[[], tuple[Path, dict[str, int]]] | None = None) -> None:
         self.root = root.resolve()
-        self.kept = kept or {}  # files already here, each the same inode as the published file at its path
+        self._settle = settle  # waits for the kept stage's check: the root to use, and the files kept
+        self._kept: dict[str, int] = {}
         self.written: dict[str, int] = {}  # files written by this build, with their inodes
         self.linked: dict[str, int] = {}  # files of the published site linked in (or copied), with their inodes
         self._folders: set[str] = set()  # folders already checked and made: a site writes thousands of files into each
+
+    @property
+    def kept(self) -> dict[str, int]:
+        """The files already here that are the published ones, by inode (each the same inode as the
+        published file at its path); the kept stage's check is waited for the first time they are
+        needed, which is before anything is written."""
+        if self._settle is not None:
+            root, self._kept = self._settle()
+            self.root, self._settle = root.resolve(), None
+        return self._kept
 
     def path(self, relative: str) -> Path:
         """The absolute path of a site-relative file, after checking it stays inside."""
@@ -68,6 +80,8 @@ class Stage:
     def _target(self, relative: str, replace: bool = True) -> str:
         """Where a file goes, its folder made and (with `replace`) the file it replaces removed: the
         folder resolved and checked once, then the file by its name alone."""
+        if self._settle is not None:
+            self.kept  # the kept stage's check settles (and may give another root) before anything is written
         folder, _, name = relative.rpartition("/")
         if folder not in self._folders or name in ("", ".", ".."):
             self.path(relative).parent.mkdir(parents=True, exist_ok=True)
@@ -148,7 +162,7 @@ class Publication:
         self.inodes: dict[str, int] = {}  # the new site's files by inode (set by `finish`)
         self.keys: dict[str, str] = {}
         self.rendered: set[str] = set()
-        self.kept: dict[str, int] = {}  # the stage's files that are the published ones (set by `staged`)
+        self.stage: Stage | None = None  # the stage this plan fills (set by `staged`)
 
     def unchanged(self, output: str, key: str) -> bool:
         """Record an output's key; True when the published one is current and whole, so it need not be rendered.
@@ -159,7 +173,8 @@ class Publication:
         """
         self.keys[output] = key
         old = self.old.get(output)
-        if old is not None and old[0] == key and old[1] and all(f in self.kept or self._plain(f) for f in old[1]):
+        kept = self.stage.kept if self.stage else {}
+        if old is not None and old[0] == key and old[1] and all(f in kept or self._plain(f) for f in old[1]):
             return True
         self.rendered.add(output)
         return False
@@ -228,17 +243,34 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
     """Yield a stage and the publication plan; publish on success, discard on any error.
 
     The stage is the site before last where one is kept beside the site (the swap leaves it there),
-    checked file by file against the published manifest first, so a build writes only what changed;
-    else a fresh folder. A file system error (a full disk, an unwritable folder) is one InputError
-    line, and the previous site stays.
+    checked file by file against the published manifest, so a build writes only what changed; else
+    a fresh folder. The check runs in a forked process while the build reads its runs, and is
+    waited for when the plan first needs it. A file system error (a full disk, an unwritable
+    folder) is one InputError line, and the previous site stays.
     """
     try:
         out = out.resolve()
     except (OSError, RuntimeError) as exc:
         raise InputError(out, None, f"cannot use this output folder: {exc}") from None
     check_output(out, sources)
-    stage_lock = tmp = None
+    stage_lock = tmp = check = None
     adopted = False
+
+    def settle() -> tuple[Path, dict[str, int]]:
+        """The checked stage's folder and files; a stage that could not be checked is not used: removed,
+        and a fresh one made."""
+        nonlocal tmp, stage_lock, adopted
+        assert check is not None and tmp is not None and stage_lock is not None
+        with phase("stage: check (waited for)"):
+            kept = check.result()
+        if kept is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+            os.close(stage_lock)
+            tmp = stage_lock = None
+            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
+            stage_lock, adopted = _lock(tmp), False
+        return tmp, kept or {}
+
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         with phase("stage: adopt"), _locked_folder(out.parent):  # no other build cleans up this stage before it is locked
@@ -250,31 +282,78 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
             if held is not None:  # the lock moved with the kept stage's folder
                 os.close(stage_lock)
                 stage_lock, adopted = held, True
-                try:
-                    publication.kept = _verified(tmp, publication.published)
-                except OSError:  # a stage that cannot be checked is not used: removed, and a fresh one made
-                    shutil.rmtree(tmp, ignore_errors=True)
-                    os.close(stage_lock)
-                    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
-                    stage_lock, adopted = _lock(tmp), False
-        stage = Stage(tmp, publication.kept)
+                check = _Check(tmp, publication.published)
+        stage = publication.stage = Stage(tmp, settle if check else None)
         yield stage, publication
         with phase("stage: link, manifest"):
             publication.finish(stage)
         os.chmod(stage.root, 0o755)
         with phase("stage: swap"):
             _swap(stage.root, out)
-            _record_inodes(out, publication.inodes)
+            _record_inodes(stage.root, out, publication.inodes)
             memo.remember(out / MANIFEST, (publication.outputs, publication.inodes))
         adopted = True  # the stage holds the previous site now: kept for the next build
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         raise InputError(out, None, f"cannot write the site: {exc.strerror or exc}{where}; the previous site is kept") from None
     finally:
+        if check is not None:
+            check.stop()  # a build that failed before it needed the check: the folder is left to no one else
         if tmp is not None:
             _keep_or_remove(tmp, out, adopted)
         if stage_lock is not None:
             os.close(stage_lock)
+
+
+class _Check:
+    """A kept stage's check (`_verified`) in a forked process; in this one where fork is not available."""
+
+    def __init__(self, root: Path, published: dict[str, int]) -> None:
+        self.pid = 0
+        self.found: dict[str, int] | None = None
+        if not hasattr(os, "fork"):
+            self.found = _checked(root, published)
+            return
+        self.reader, writer = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the check: it answers through the pipe and ends without the parent's clean-up
+            status = 1
+            try:
+                os.close(self.reader)
+                found = _checked(root, published)
+                with open(writer, "wb") as pipe:
+                    pipe.write(msgspec.msgpack.encode(found))
+                status = 0 if found is not None else 1
+            finally:
+                os._exit(status)
+        os.close(writer)
+
+    def result(self) -> dict[str, int] | None:
+        """The files kept, by inode; None when the stage could not be checked."""
+        if self.pid:
+            with open(self.reader, "rb") as pipe:
+                data = pipe.read()
+            status = os.waitpid(self.pid, 0)[1]
+            self.pid = 0
+            self.found = msgspec.msgpack.decode(data, type=dict[str, int]) if status == 0 else None
+        return self.found
+
+    def stop(self) -> None:
+        """End the check if it still runs (the build failed before it needed it)."""
+        if self.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            os.close(self.reader)
+            self.pid = 0
+
+
+def _checked(root: Path, published: dict[str, int]) -> dict[str, int] | None:
+    """`_verified`, or None where the stage cannot be checked (an entry that cannot be read or removed)."""
+    try:
+        return _verified(root, published)
+    except OSError:
+        return None
 
 
 def _kept_stage(out: Path) -> Path:
@@ -490,9 +569,7 @@ class _InodesFile(msgspec.Struct, array_like=True):
     files: dict[str, int]
 
 
-def _inodes_file(out: Path) -> Path:
-    """Where the published files' inodes are recorded: beside the site, like its kept stage."""
-    return out.parent / f".{out.name}-inodes"
+_INODES = ".published-inodes"  # in the kept stage: the published site's files by inode
 
 
 def _manifest_stamp(out: Path) -> tuple[int, int]:
@@ -504,26 +581,25 @@ def _read_inodes(out: Path, manifest: tuple[int, int]) -> dict[str, int] | None:
     """The published files' inodes as their build recorded them; None unless that build's manifest is
     the one published now, by its stamp (not a copy, nor another build's)."""
     try:
-        found = msgspec.msgpack.decode(_inodes_file(out).read_bytes(), type=_InodesFile)
+        found = msgspec.msgpack.decode((_kept_stage(out) / _INODES).read_bytes(), type=_InodesFile)
         return found.files if found.manifest == manifest else None
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return None
 
 
-def _record_inodes(out: Path, inodes: dict[str, int]) -> None:
-    """Record the site just published's files by inode, for the next build (written whole, then renamed
-    into place; a build killed before this leaves a record the next build finds stale). The site is
-    published already: where the record cannot be written (a full disk), there is none, and the next
-    build walks the site instead."""
-    record = _inodes_file(out)
-    partial = record.with_name(record.name + ".partial")
+def _record_inodes(stage: Path, out: Path, inodes: dict[str, int]) -> None:
+    """Record the site just published's files by inode, for the next build, in the folder that held
+    the stage and now holds the previous site: kept as the next build's stage, which reads the
+    record before the check removes it with the other files the site does not have. The site is
+    published already: where the record cannot be written (a full disk, or a first build, which
+    leaves no folder behind), there is none, and the next build walks the site instead."""
+    partial = stage / (_INODES + ".partial")
     try:
         partial.write_bytes(msgspec.msgpack.encode(_InodesFile(_manifest_stamp(out), inodes)))
-        os.replace(partial, record)
+        os.replace(partial, stage / _INODES)
     except OSError:
-        for leftover in (partial, record):
-            with contextlib.suppress(OSError):
-                leftover.unlink()
+        with contextlib.suppress(OSError):
+            partial.unlink()
 
 
 def _plain_files(root: Path) -> dict[str, int]:

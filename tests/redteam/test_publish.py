@@ -34,9 +34,8 @@ def _change(content: Path) -> None:
 
 
 def _leftovers(tmp_path: Path) -> list[str]:
-    """What builds left beside the site, but the one stage kept for the next build (`.site-stage`) and
-    the record of the published files' inodes (`.site-inodes`)."""
-    return sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site-") and p.name not in (".site-stage", ".site-inodes"))
+    """What builds left beside the site, but the one stage kept for the next build (`.site-stage`)."""
+    return sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site-") and p.name != ".site-stage")
 
 
 @pytest.fixture
@@ -183,7 +182,7 @@ def test_a_full_disk_during_a_build_is_one_line_and_keeps_the_old_site(tmp_path:
         with pytest.raises(InputError) as failed:
             build_site(content, out)
         assert "cannot write the site: No space left on device" in failed.value.line()
-        assert tree_digest(out) == old and sorted(p.name for p in root.iterdir()) == [".site-inodes", "site"]
+        assert tree_digest(out) == old and sorted(p.name for p in root.iterdir()) == ["site"]
     finally:
         if disk == "tmpfs":
             subprocess.run(["umount", str(root)], check=True)

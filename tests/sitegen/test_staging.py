@@ -16,6 +16,7 @@ import pytest
 
 import sitegen.staging
 from sitegen.build import build_site
+from sitegen.errors import InputErrors
 from tests.builders import ROOT, tree_digest
 
 RUN = "mimo-v2-6-flash-rl-h200-nvl-x2"
@@ -111,7 +112,7 @@ def test_a_build_killed_between_update_and_swap_leaves_the_old_site_and_the_next
     assert [p.name for p in tmp_path.glob(".site-build-*")] and not _kept(out).exists()  # the half-updated stage
     build_site(content, out)
     assert tree_digest(out) == _fresh(content, tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site")) == [".site-inodes", ".site-stage"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site")) == [".site-stage"]
 
 
 def test_a_tampered_stage_is_not_trusted(site_with_stage: tuple[Path, Path], tmp_path: Path) -> None:
@@ -166,6 +167,52 @@ def test_a_stage_held_by_a_running_build_is_left_alone(site_with_stage: tuple[Pa
         assert tree_digest(_kept(out)) == before
     finally:
         os.close(held)
+    assert tree_digest(out) == _fresh(content, tmp_path)
+
+
+def test_the_kept_stage_is_checked_in_another_process_while_the_runs_are_read(
+        site_with_stage: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    content, out = site_with_stage
+    checked_by = tmp_path / "checked-by"
+    real = sitegen.staging._verified
+
+    def verified(root: Path, published: dict[str, int]) -> dict[str, int]:
+        checked_by.write_text(str(os.getpid()))
+        return real(root, published)
+
+    monkeypatch.setattr(sitegen.staging, "_verified", verified)
+    _change_run(content)
+    build_site(content, out)
+    assert int(checked_by.read_text()) != os.getpid()
+    assert tree_digest(out) == _fresh(content, tmp_path)
+
+
+def test_a_stage_that_cannot_be_checked_is_replaced_by_a_fresh_one(
+        site_with_stage: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    content, out = site_with_stage
+
+    def unreadable(root: Path, published: dict[str, int]) -> dict[str, int]:
+        raise PermissionError(13, "Permission denied", str(root / "runs"))
+
+    monkeypatch.setattr(sitegen.staging, "_verified", unreadable)
+    _change_run(content)
+    build_site(content, out)
+    assert tree_digest(out) == _fresh(content, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site")) == [".site-stage"]
+
+
+def test_a_build_that_fails_while_the_stage_is_checked_keeps_the_site_and_the_stage(
+        site_with_stage: tuple[Path, Path], tmp_path: Path) -> None:
+    content, out = site_with_stage
+    old = tree_digest(out)
+    (content / "runs" / "broken.json").write_text("{not json")
+    with pytest.raises(InputErrors):
+        build_site(content, out)
+    assert tree_digest(out) == old
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site")) == [".site-stage"]
+    (content / "runs" / "broken.json").unlink()
+    _change_run(content)
+    build_site(content, out)
     assert tree_digest(out) == _fresh(content, tmp_path)
 
 
