@@ -14,8 +14,8 @@ import pytest
 
 from sitegen import memo
 from sitegen.build import build_site
-from sitegen.catalog import CACHE_FILE, Cache
-from sitegen.staging import MANIFEST, _ManifestFile
+from sitegen.catalog import Cache
+from sitegen.staging import _ManifestFile
 from tests.builders import ROOT, tree_digest
 
 RUN = "mimo-v2-6-flash-rl-h200-nvl-x2"
@@ -57,25 +57,33 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> list[type]:
     return found
 
 
-def test_a_rebuild_in_the_same_process_reads_neither_cache_nor_manifest(tmp_path: Path, decoded: list[type]) -> None:
+@pytest.fixture
+def built(tmp_path: Path) -> tuple[Path, Path]:
+    """content/ and a site built from it by this process."""
     content = tmp_path / "content"
     shutil.copytree(ROOT / "content", content)
     out = tmp_path / "site"
     build_site(content, out)
+    return content, out
+
+
+def _same_as_fresh(content: Path, out: Path) -> bool:
+    fresh = out.parent / "fresh"
+    build_site(content, fresh)
+    return tree_digest(out) == tree_digest(fresh)
+
+
+def test_a_rebuild_in_the_same_process_reads_neither_cache_nor_manifest(built: tuple[Path, Path], decoded: list[type]) -> None:
+    content, out = built
     _change_run(content, 123.4)
     decoded.clear()
     build_site(content, out)
     assert decoded == []
-    fresh = tmp_path / "fresh"
-    build_site(content, fresh)
-    assert tree_digest(out) == tree_digest(fresh)
+    assert _same_as_fresh(content, out)
 
 
-def test_a_site_another_process_rebuilt_is_read_again(tmp_path: Path, decoded: list[type]) -> None:
-    content = tmp_path / "content"
-    shutil.copytree(ROOT / "content", content)
-    out = tmp_path / "site"
-    build_site(content, out)
+def test_a_site_another_process_rebuilt_is_read_again(built: tuple[Path, Path], decoded: list[type]) -> None:
+    content, out = built
     _change_run(content, 234.5)
     subprocess.run([sys.executable, "-m", "sitegen", "build", "--content", str(content), "--out", str(out)],
                    cwd=ROOT, check=True, capture_output=True)
@@ -83,6 +91,4 @@ def test_a_site_another_process_rebuilt_is_read_again(tmp_path: Path, decoded: l
     decoded.clear()
     build_site(content, out)
     assert sorted(t.__name__ for t in decoded) == ["Cache", "_ManifestFile"]
-    fresh = tmp_path / "fresh"
-    build_site(content, fresh)
-    assert tree_digest(out) == tree_digest(fresh)
+    assert _same_as_fresh(content, out)
