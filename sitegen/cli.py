@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,22 @@ def _fail(lines: list[str]) -> None:
 @click.version_option(package_name="speed-matrix")
 def main() -> None:
     """Publish speed test matrices as a static website."""
+
+
+def run() -> None:
+    """`sitegen` as a program: main(), then an exit that does not free the build's records object by
+    object first (at 10,000 runs, 0.13 s of a one-second rebuild); the process ends either way."""
+    try:
+        main()
+        code: object = 0
+    except SystemExit as done:
+        code = done.code
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
 
 
 @main.command("build")
