@@ -159,25 +159,23 @@ def scan(folder: Path, cached: dict[str, RunEntry], jobs: int = 1, tick: Callabl
     unread = [item for item in found if isinstance(item, tuple)]
     decoded = fork_map(_read_entry, unread, jobs, SCAN_CHUNK)
     entries: list[RunEntry] = []
-    seen: dict[str, str] = {}
+    seen: dict[str, str] = {}  # id -> the file name that has it
     for item in found:
         tick()
         if isinstance(item, InputError):
             errors.append(item)
             continue
         if isinstance(item, tuple):
-            path = item[0]
             result = next(decoded)
             if isinstance(result, tuple):
                 errors.append(InputError(*result))
                 continue
             item = result
-        else:
-            path = folder / item.name
-        if item.id in seen:
-            errors.append(InputError(path, "$.id", f"id {item.id!r} is already used by {seen[item.id]}"))
+        run_id = item.id
+        if run_id in seen:
+            errors.append(InputError(folder / item.name, "$.id", f"id {run_id!r} is already used by {folder / seen[run_id]}"))
             continue
-        seen[item.id] = str(path)
+        seen[run_id] = item.name
         entries.append(item)
     if errors:
         raise InputErrors(errors)

@@ -132,6 +132,7 @@ class Stage:
     def remove(self, relative: str) -> None:
         """Remove a kept file the new site no longer has, and the folders it leaves empty."""
         os.unlink(f"{self.root}/{relative}")
+        del self.kept[relative]
         folder = relative.rpartition("/")[0]
         while folder:
             try:
@@ -174,7 +175,8 @@ class Publication:
         self.keys[output] = key
         old = self.old.get(output)
         kept = self.stage.kept if self.stage else {}
-        if old is not None and old[0] == key and old[1] and all(f in kept or self._plain(f) for f in old[1]):
+        if old is not None and old[0] == key and old[1] and (all(map(kept.__contains__, old[1])) or
+                                                             all(f in kept or self._plain(f) for f in old[1])):
             return True
         self.rendered.add(output)
         return False
@@ -215,11 +217,12 @@ class Publication:
                 for relative in files:
                     if relative in stage.kept and relative not in written:
                         stage.remove(relative)
+        # Every file of the new site, by inode: the kept files left (the others were removed), then
+        # those linked in and those written, which replace kept ones at their paths.
+        self.inodes = {**stage.kept, **stage.linked, **stage.written}
         manifest = _ManifestFile(_MANIFEST_VERSION, dict(sorted(outputs.items())))
         stage.write(MANIFEST, msgspec.msgpack.encode(manifest))
         self.outputs = manifest.outputs
-        self.inodes = {f: inode for _, files in outputs.values() for f in files
-                       if (inode := stage.written.get(f) or stage.linked.get(f) or stage.kept.get(f))}
 
 
 def check_output(out: Path, sources: list[Path]) -> None:

@@ -216,6 +216,16 @@ def test_a_build_that_fails_while_the_stage_is_checked_keeps_the_site_and_the_st
     assert tree_digest(out) == _fresh(content, tmp_path)
 
 
+def test_the_record_names_every_published_file_by_its_inode(site_with_stage: tuple[Path, Path]) -> None:
+    content, out = site_with_stage
+    _change_run(content)
+    build_site(content, out)
+    outputs, recorded = sitegen.staging._read_published(out)
+    published = {str(p.relative_to(out)): p.stat().st_ino for p in out.rglob("*") if p.is_file() and p.name != sitegen.staging.MANIFEST}
+    assert recorded == published
+    assert sorted(f for _, files in outputs.values() for f in files) == sorted(published)
+
+
 def test_a_rebuild_reads_the_published_files_inodes_from_its_record_not_a_walk(
         site_with_stage: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     content, out = site_with_stage
