@@ -18,7 +18,7 @@ from pathlib import Path
 import msgspec
 
 from runner.bundle.schema import Bundle
-from sitegen import charts, compare
+from sitegen import charts, compare, exports
 from sitegen.cache import collector_paused, digest
 from sitegen.capacity import ranked_run
 from sitegen.errors import InputError, InputErrors
@@ -42,6 +42,8 @@ class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
     frontier: list[charts.Point]
     record: bytes = b""  # the run's JSON record for the listings' data chunks (index_view.run_record)
     ranked: bytes = b""  # the run as the capacity ranking and its data chunks read it (capacity.RankedRun), JSON
+    listed_json: bytes = b""  # the run's record in runs.json (exports.run_list_json)
+    listed_csv: bytes = b""  # the run's line of runs.csv (exports.run_list_row)
 
     @property
     def id(self) -> str:
@@ -84,6 +86,8 @@ def entry_of(path: Path, stamp: tuple[int, int, int], data: bytes) -> RunEntry:
         frontier=charts.run_frontier(bundle),
         record=msgspec.json.encode(run_record(summary)),
         ranked=msgspec.json.encode(ranked),
+        listed_json=exports.run_list_json(summary),
+        listed_csv=exports.run_list_row(summary),
     )
 
 
