@@ -17,7 +17,7 @@ import msgspec
 from runner.bundle.schema import bundle_json_schema
 from sitegen import exports, phases
 from sitegen.cache import code_digest, collector_paused, digest
-from sitegen.capacity import RankedRun, ranking_chunks, ranking_view
+from sitegen.capacity import Standing, ranking_chunks, ranking_view
 from sitegen.catalog import (
     CACHE_FILE,
     count_files,
@@ -120,16 +120,17 @@ def runs_folder(content: Path) -> Path:
 def write_ranking(stage: Stage, site: Site, plan: Publication) -> None:
     """The ranking page: its first screen of runs by capacity at one context and target, and the data
     chunks its script ranks every run with (in its folder, so they are reused with it), from each
-    run's slim capacity record (catalog); rendered again only when a run's figures changed."""
+    run's records made when its bundle was read (catalog: its standing at the page's own target and
+    its chunk record); rendered again only when a run's figures changed."""
     key = digest(site.code, site.context_key, *(e.fingerprint for e in site.entries))
     if plan.unchanged(RANKING.path, key):
         return
-    records = [e.ranked for e in sorted(site.entries, key=lambda e: e.id)]
-    chunks = [(f"{RANKING.path}runs-{i}.js", script) for i, script in enumerate(ranking_chunks(records))]
+    by_id = sorted(site.entries, key=lambda e: e.id)
+    chunks = [(f"{RANKING.path}runs-{i}.js", script) for i, script in enumerate(ranking_chunks([e.ranked for e in by_id]))]
     for path, script in chunks:
         stage.write(path, script)
-    runs = msgspec.json.decode(b"[" + b",".join(records) + b"]", type=list[RankedRun])
-    write_page(stage, site, "ranking.html", RANKING, ranking=ranking_view(runs),
+    standings = msgspec.json.decode(b"[" + b",".join(e.standing for e in by_id) + b"]", type=list[Standing])
+    write_page(stage, site, "ranking.html", RANKING, ranking=ranking_view(standings),
                chunks=" ".join(RANKING.urls.to(path) for path, _ in chunks))
 
 
