@@ -58,8 +58,8 @@ def csv_cell(value: object) -> str:
 
 
 def csv_lines(rows: Iterable[Sequence[object]]) -> str:
-    """CSV lines (RFC 4180 line ends) of rows the csv module writes as they are: strings defused,
-    numbers (it writes a float's repr, an int's digits) and None (empty)."""
+    """CSV lines (RFC 4180 line ends) of rows whose fields the csv module writes as they are: strings
+    already defused, numbers (it writes a float's repr, an int's digits) and None (empty)."""
     out = io.StringIO()
     csv.writer(out).writerows(rows)
     return out.getvalue()
@@ -127,7 +127,7 @@ def status_column(status: str) -> str:
 
 
 _SUMMARY_COLUMNS = [f.name for f in msgspec.structs.fields(RunSummary) if f.name != "status_counts"]
-RUN_LIST_HEADER = csv_lines([_SUMMARY_COLUMNS + [status_column(s) for s in STATUSES] + ["url", "bundle_url"]]).encode()
+_RUN_LIST_HEADER = csv_lines([_SUMMARY_COLUMNS + [status_column(s) for s in STATUSES] + ["url", "bundle_url"]]).encode()
 
 
 def run_list_row(summary: RunSummary) -> bytes:
@@ -141,7 +141,7 @@ def run_list_row(summary: RunSummary) -> bytes:
 
 def runs_csv(rows: Iterable[bytes]) -> bytes:
     """runs.csv from its runs' run_list_row lines, in the order given (the build gives them by id), under the header."""
-    return RUN_LIST_HEADER + b"".join(rows)
+    return _RUN_LIST_HEADER + b"".join(rows)
 
 
 def xml_text(text: str) -> str:
