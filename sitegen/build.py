@@ -17,7 +17,7 @@ import msgspec
 from runner.bundle.schema import bundle_json_schema
 from sitegen import exports, memo, phases
 from sitegen.cache import code_digest, collector_paused, digest
-from sitegen.capacity import RankedRun, ranking_chunks, ranking_view
+from sitegen.capacity import Standing, ranking_chunks, ranking_view
 from sitegen.catalog import (
     CACHE_FILE,
     count_files,
@@ -124,16 +124,17 @@ def runs_folder(content: Path) -> Path:
 def write_ranking(stage: Stage, site: Site, plan: Publication) -> None:
     """The ranking page: its first screen of runs by capacity at one context and target, and the data
     chunks its script ranks every run with (in its folder, so they are reused with it), from each
-    run's slim capacity record (catalog); rendered again only when a run's figures changed."""
+    run's records made when its bundle was read (catalog: its standing at the page's own target and
+    its chunk record); rendered again only when a run's figures changed."""
     key = digest(site.code, site.context_key, *(e.fingerprint for e in site.entries))
     if plan.unchanged(RANKING.path, key):
         return
-    records = [e.ranked for e in sorted(site.entries, key=lambda e: e.id)]
-    chunks = [(f"{RANKING.path}runs-{i}.js", script) for i, script in enumerate(ranking_chunks(records))]
+    by_id = sorted(site.entries, key=lambda e: e.id)
+    chunks = [(f"{RANKING.path}runs-{i}.js", script) for i, script in enumerate(ranking_chunks([e.ranked for e in by_id]))]
     for path, script in chunks:
         stage.write(path, script)
-    runs = msgspec.json.decode(b"[" + b",".join(records) + b"]", type=list[RankedRun])
-    write_page(stage, site, "ranking.html", RANKING, ranking=ranking_view(runs),
+    standings = msgspec.json.decode(b"[" + b",".join(e.standing for e in by_id) + b"]", type=list[Standing])
+    write_page(stage, site, "ranking.html", RANKING, ranking=ranking_view(standings),
                chunks=" ".join(RANKING.urls.to(path) for path, _ in chunks))
 
 
@@ -144,19 +145,30 @@ def write_content_pages(stage: Stage, site: Site) -> None:
 
 
 def write_downloads(stage: Stage, site: Site, plan: Publication) -> None:
-    """Site-wide data: runs.json, runs.csv, the bundle schema and the Atom feed of the newest runs.
+    """Site-wide data: runs.json, runs.csv, the bundle schema and the Atom feed of the newest runs."""
+    write_run_lists(stage, site, plan)
+    if not plan.unchanged("schema/bundle.schema.json", site.code):  # the schema is the code's own
+        stage.write("schema/bundle.schema.json", json.dumps(bundle_json_schema(), indent=2, sort_keys=True) + "\n")
+    write_feed(stage, site, plan)
 
-    The run lists are written only when a run's summary changed; the feed reads its runs' bundles
-    again, so it is rendered only when one of them changed.
-    """
-    key = digest(site.code, msgspec.msgpack.encode(site.summaries))
+
+def write_run_lists(stage: Stage, site: Site, plan: Publication) -> None:
+    """runs.json and runs.csv: each run's record and line, made when its bundle was read (catalog),
+    joined in id order; written only when a run's bundle changed (its bytes, with the code, decide
+    its summary)."""
+    key = digest(site.code, *(e.fingerprint for e in site.entries))
     if not all([plan.unchanged(path, key) for path in ("runs.json", "runs.csv")]):  # a list: both keys recorded
-        stage.write("runs.json", exports.runs_json(site.summaries))
-        stage.write("runs.csv", exports.runs_csv(site.summaries))
-    stage.write("schema/bundle.schema.json", json.dumps(bundle_json_schema(), indent=2, sort_keys=True) + "\n")
-    newest = max((e.measured_at for e in site.entries if e.measured_at), default=_EPOCH)
+        by_id = sorted(site.entries, key=lambda e: e.id)
+        stage.write("runs.json", exports.runs_json([e.listed_json for e in by_id]))
+        stage.write("runs.csv", exports.runs_csv(e.listed_csv for e in by_id))
+
+
+def write_feed(stage: Stage, site: Site, plan: Publication) -> None:
+    """The Atom feed of the newest runs; it reads their bundles again, so it is rendered only when one
+    of them changed (or another run became one of them)."""
     by_id = {e.id: e for e in site.entries}
     feed_runs = [by_id[s.id] for s in newest_first(site.summaries)[:FEED_RUNS]]
+    newest = feed_runs[0].measured_at if feed_runs and feed_runs[0].measured_at else _EPOCH  # newest first: the latest date
     if not plan.unchanged("feed.xml", digest(site.code, newest.isoformat(), *(e.fingerprint for e in feed_runs))):
         stage.write("feed.xml", exports.atom_feed([e.bundle(site.runs) for e in feed_runs], newest))
 

@@ -101,7 +101,11 @@ def pick_from(cells: list[list], gpus: int | None, context: int, target: Target)
 
 def capacity(bundle: Bundle, target: Target) -> list[Pick]:
     """One answer per decode context of the run, shortest context first."""
-    run = ranked_run(bundle)
+    return run_picks(ranked_run(bundle), target)
+
+
+def run_picks(run: RankedRun, target: Target) -> list[Pick]:
+    """capacity() of a run as the ranking keeps it."""
     groups = cells_by_context(run.cells)
     return [pick_from(groups.get(context, []), run.gpus, context, target) for context in run.contexts]
 
@@ -240,20 +244,31 @@ def ranked_run(bundle: Bundle) -> RankedRun:
 
 def ranking(runs: list[RankedRun], context: int, target: Target) -> list[Ranked]:
     """Runs ranked by capacity at one context and target; runs that did not measure it come last."""
-    measured, unmeasured = [], []
-    for run in sorted(runs, key=lambda r: r.id):
-        if context in run.contexts:
-            measured.append((run, pick_from(run.cells, run.gpus, context, target)))
-        else:
-            unmeasured.append(Ranked(run.id, run.title, None, f"not measured at {f.context_label(context)}"))
-    measured.sort(key=lambda pair: rank_key(pair[1]))
-    ranked = [Ranked(r.id, r.title, answer(p), None if p.concurrency is not None else NONE_QUALIFIES) for r, p in measured]
-    return ranked + unmeasured
+    picks = [(r.id, r.title, pick_from(r.cells, r.gpus, context, target) if context in r.contexts else None)
+             for r in sorted(runs, key=lambda r: r.id)]
+    return ranked_rows(picks, context)
 
 
-def common_context(runs: list[RankedRun]) -> int | None:
-    """The decode context most runs measured (the shorter on a tie): the ranking's default."""
-    counts = Counter(c for run in runs for c in run.contexts)
+def ranked_rows(picks: list[tuple[str, str, Pick | None]], context: int, limit: int | None = None) -> list[Ranked]:
+    """The first `limit` (all by default) of runs ranked by their picks at `context`: each run's id, title
+    and pick there (None when it did not measure it), in id order; rank_key decides, ties keep that
+    order, and runs that did not measure the context come last. Only the rows kept are formatted."""
+    measured = sorted((p for p in picks if p[2] is not None), key=lambda p: rank_key(p[2]))
+    unmeasured = [p for p in picks if p[2] is None]
+    return [placed(run_id, title, found, context) for run_id, title, found in (measured + unmeasured)[:limit]]
+
+
+def placed(run_id: str, title: str, found: Pick | None, context: int) -> Ranked:
+    """One run's row of the ranking: its answer, or why it has none."""
+    if found is None:
+        return Ranked(run_id, title, None, f"not measured at {f.context_label(context)}")
+    return Ranked(run_id, title, answer(found), None if found.concurrency is not None else NONE_QUALIFIES)
+
+
+def common_context(contexts: list[int]) -> int | None:
+    """The decode context most runs measured (the shorter on a tie), given each run's contexts one after
+    another: the ranking's default."""
+    counts = Counter(contexts)
     return min(counts, key=lambda c: (-counts[c], c), default=None)
 
 
@@ -261,11 +276,37 @@ RANKING_SCREEN = 100  # ranked runs the page renders as HTML; a reader's own tar
 RANKING_CHUNK = 1000  # runs per ranking data chunk: about 1.4 MB of script
 
 
-def ranking_chunks(records: list[bytes]) -> list[str]:
-    """The scripts capacity.js ranks with, loaded when a reader sets a target: runs' ranking records
+def chunk_record(run: RankedRun) -> bytes:
+    """A run's record in the ranking's data chunks: its RankedRun as JSON, safe inside a script (the escapes
+    are of single characters, so joining safe records gives what escaping the joined text would)."""
+    return script_safe(msgspec.json.encode(run).decode()).encode()
+
+
+def ranking_chunks(records: list[bytes]) -> list[bytes]:
+    """The scripts capacity.js ranks with, loaded when a reader sets a target: runs' chunk_record records
     (in the order given: by id), RANKING_CHUNK runs a script."""
-    return [f"window.speedMatrixRanking({index},[{script_safe(b','.join(records[start:start + RANKING_CHUNK]).decode())}]);\n"
+    return [b"window.speedMatrixRanking(%d,[%b]);\n" % (index, b",".join(records[start:start + RANKING_CHUNK]))
             for index, start in enumerate(range(0, len(records), RANKING_CHUNK))]
+
+
+class ChatPick(Pick, frozen=True, kw_only=True, array_like=True):
+    """A Pick at the Chat target as a run's Standing keeps it: a short JSON array."""
+
+
+class Standing(msgspec.Struct, frozen=True, array_like=True):
+    """A run as the ranking page's first screen ranks it: its id, title and pick at each of its decode
+    contexts at the Chat target, where the page starts. Worked out once when its bundle is read and kept
+    as JSON (standing_record), so that the page ranks every run without reading their cells again."""
+
+    id: str
+    title: str
+    picks: list[ChatPick]
+
+
+def standing_record(run: RankedRun) -> bytes:
+    """The run's Standing as JSON."""
+    picks = [ChatPick(**msgspec.structs.asdict(p)) for p in run_picks(run, CHAT.target)]
+    return msgspec.json.encode(Standing(run.id, run.title, picks))
 
 
 class CapacityView(msgspec.Struct, frozen=True):
@@ -298,13 +339,15 @@ class RankingView(msgspec.Struct, frozen=True):
     total: int
 
 
-def ranking_view(runs: list[RankedRun], target: Target = CHAT.target) -> RankingView | None:
-    """The ranking at the context most runs measured and the Chat preset; None for a site without decode cells."""
-    context = common_context(runs)
+def ranking_view(runs: list[Standing]) -> RankingView | None:
+    """The ranking at the context most runs measured and the Chat preset, from the runs' standings (by id);
+    None for a site without decode cells."""
+    measured = [p.context_tokens for run in runs for p in run.picks]
+    context = common_context(measured)
     if context is None:
         return None
-    contexts = sorted({c for run in runs for c in run.contexts})
+    picks = [(r.id, r.title, next((p for p in r.picks if p.context_tokens == context), None)) for r in runs]
     return RankingView(
-        contexts=[(c, f.context_label(c)) for c in contexts], context=context, label=f.context_label(context),
-        target=target, rows=ranking(runs, context, target)[:RANKING_SCREEN], total=len(runs),
+        contexts=[(c, f.context_label(c)) for c in sorted(set(measured))], context=context, label=f.context_label(context),
+        target=CHAT.target, rows=ranked_rows(picks, context, RANKING_SCREEN), total=len(runs),
     )

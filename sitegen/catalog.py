@@ -18,9 +18,9 @@ from pathlib import Path
 import msgspec
 
 from runner.bundle.schema import Bundle
-from sitegen import charts, compare, memo
+from sitegen import charts, compare, exports, memo
 from sitegen.cache import collector_paused, digest
-from sitegen.capacity import ranked_run
+from sitegen.capacity import chunk_record, ranked_run, standing_record
 from sitegen.errors import InputError, InputErrors
 from sitegen.index_view import run_record
 from sitegen.loader import decode_bundle_file, load_bundle, read_input
@@ -41,7 +41,10 @@ class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
     keys: compare.Keys
     frontier: list[charts.Point]
     record: bytes = b""  # the run's JSON record for the listings' data chunks (index_view.run_record)
-    ranked: bytes = b""  # the run as the capacity ranking and its data chunks read it (capacity.RankedRun), JSON
+    ranked: bytes = b""  # the run in the capacity ranking's data chunks (capacity.chunk_record)
+    standing: bytes = b""  # the run as the ranking page's first screen ranks it (capacity.standing_record)
+    listed_json: bytes = b""  # the run's record in runs.json (exports.run_list_json)
+    listed_csv: bytes = b""  # the run's line of runs.csv (exports.run_list_row)
 
     @property
     def id(self) -> str:
@@ -83,7 +86,10 @@ def entry_of(path: Path, stamp: tuple[int, int, int], data: bytes) -> RunEntry:
         keys=compare.keys_of(bundle),
         frontier=charts.run_frontier(bundle),
         record=msgspec.json.encode(run_record(summary)),
-        ranked=msgspec.json.encode(ranked),
+        ranked=chunk_record(ranked),
+        standing=standing_record(ranked),
+        listed_json=exports.run_list_json(summary),
+        listed_csv=exports.run_list_row(summary),
     )
 
 

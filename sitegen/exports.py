@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import itertools
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
@@ -37,6 +38,7 @@ FEED_TITLE = "Speed test matrices"
 # Characters XML 1.0 forbids even when escaped.
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _json_encoder = msgspec.json.Encoder(order="deterministic")
+_ROOT = Urls(0)  # the downloads are at the site root: their links are relative to it
 
 
 def defused(text: str | None) -> str | None:
@@ -55,19 +57,17 @@ def csv_cell(value: object) -> str:
     return repr(value)
 
 
-def csv_document(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """A CSV document (RFC 4180 line ends) with a header row, of rows the csv module writes as they
-    are: strings defused, numbers (it writes a float's repr, an int's digits) and None (empty)."""
+def csv_lines(rows: Iterable[Sequence[object]]) -> str:
+    """CSV lines (RFC 4180 line ends) of rows whose fields the csv module writes as they are: strings
+    already defused, numbers (it writes a float's repr, an int's digits) and None (empty)."""
     out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(header)
-    writer.writerows(rows)
+    csv.writer(out).writerows(rows)
     return out.getvalue()
 
 
-def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """A CSV document of rows of any values, each field as csv_cell writes it."""
-    return csv_document(header, ([csv_cell(v) for v in row] for row in rows))
+def csv_document(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A CSV document: a header row, then the rows (as csv_lines writes them)."""
+    return csv_lines(itertools.chain([header], rows))
 
 
 def prefill_measurement(point: PrefillPoint) -> tuple[object, ...]:
@@ -99,21 +99,26 @@ def measurements_csv(bundle: Bundle) -> str:
     return csv_document(MEASUREMENT_COLUMNS, zip(*columns))
 
 
-def run_records(summaries: Iterable[RunSummary]) -> list[dict[str, object]]:
-    """Each summary, by id, as a flat-ish dict plus links to its run page and bundle, relative to the site root."""
-    urls = Urls(0)
-    records = []
-    for summary in sorted(summaries, key=lambda s: s.id):
-        record = msgspec.structs.asdict(summary)
-        record["url"] = urls.run(summary.id)
-        record["bundle_url"] = urls.run_file(summary.id, "bundle.json")
-        records.append(record)
-    return records
+def run_list_record(summary: RunSummary) -> dict[str, object]:
+    """A summary as the run list has it: a flat-ish dict plus links to its run page and bundle, relative to the site root."""
+    record = msgspec.structs.asdict(summary)
+    record["url"] = _ROOT.run(summary.id)
+    record["bundle_url"] = _ROOT.run_file(summary.id, "bundle.json")
+    return record
 
 
-def runs_json(summaries: Iterable[RunSummary]) -> bytes:
-    """The run list as pretty deterministic JSON."""
-    return msgspec.json.format(_json_encoder.encode(run_records(summaries)), indent=2) + b"\n"
+def run_list_json(summary: RunSummary) -> bytes:
+    """A run's record as runs.json lists it: pretty deterministic JSON, each line indented one level
+    as an item of the list (a JSON string holds no raw line break). Made once per run when its bundle
+    is read, so that the build joins them (runs_json) instead of encoding every run again."""
+    text = msgspec.json.format(_json_encoder.encode(run_list_record(summary)), indent=2)
+    return b"  " + text.replace(b"\n", b"\n  ")
+
+
+def runs_json(records: Sequence[bytes]) -> bytes:
+    """runs.json from its runs' run_list_json records, in the order given (the build gives them by id):
+    the pretty JSON list of them, byte for byte what formatting the whole list at once writes."""
+    return b"[\n" + b",\n".join(records) + b"\n]\n" if records else b"[]\n"
 
 
 def status_column(status: str) -> str:
@@ -121,16 +126,22 @@ def status_column(status: str) -> str:
     return "cells_" + status_slug(status, "_")
 
 
-def runs_csv(summaries: Iterable[RunSummary]) -> str:
-    """The run list as CSV, one row per run, status counts as cells_* columns."""
-    records = run_records(summaries)
-    names = [f.name for f in msgspec.structs.fields(RunSummary) if f.name != "status_counts"]
-    header = names + [status_column(s) for s in STATUSES] + ["url", "bundle_url"]
-    rows = [
-        [r[n] for n in names] + [r["status_counts"][s] for s in STATUSES] + [r["url"], r["bundle_url"]]
-        for r in records
-    ]
-    return csv_text(header, rows)
+_SUMMARY_COLUMNS = [f.name for f in msgspec.structs.fields(RunSummary) if f.name != "status_counts"]
+_RUN_LIST_HEADER = csv_lines([_SUMMARY_COLUMNS + [status_column(s) for s in STATUSES] + ["url", "bundle_url"]]).encode()
+
+
+def run_list_row(summary: RunSummary) -> bytes:
+    """A run's line of runs.csv: its summary's fields, its status counts as cells_* columns, its links.
+    Made once per run when its bundle is read, as run_list_json is."""
+    record = run_list_record(summary)
+    counts = record["status_counts"]
+    values = [record[n] for n in _SUMMARY_COLUMNS] + [counts[s] for s in STATUSES] + [record["url"], record["bundle_url"]]
+    return csv_lines([[csv_cell(v) for v in values]]).encode()
+
+
+def runs_csv(rows: Iterable[bytes]) -> bytes:
+    """runs.csv from its runs' run_list_row lines, in the order given (the build gives them by id), under the header."""
+    return _RUN_LIST_HEADER + b"".join(rows)
 
 
 def xml_text(text: str) -> str:
@@ -166,7 +177,7 @@ def atom_entry(feed: ET.Element, bundle: Bundle, updated: dt.datetime) -> None:
     sub(entry, "title", title(bundle))
     sub(entry, "id", TAG_PREFIX + bundle.id)
     sub(entry, "updated", atom_time(bundle.measured_at or updated))
-    sub(entry, "link", href=Urls(0).run(bundle.id), rel="alternate", type="text/html")
+    sub(entry, "link", href=_ROOT.run(bundle.id), rel="alternate", type="text/html")
     if bundle.submitter:
         sub(sub(entry, "author"), "name", bundle.submitter)
     sub(entry, "summary", entry_summary(bundle))

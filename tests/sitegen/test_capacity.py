@@ -1,5 +1,5 @@
 """`sitegen capacity` on the seed pages against an independent computation from the pages' own text,
-and its one-line errors."""
+and its one-line errors; the ranking page's records kept per run against the rule run on whole runs."""
 
 from __future__ import annotations
 
@@ -7,13 +7,29 @@ import json
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
+from runner.bundle.schema import Bundle
+from sitegen.capacity import (
+    CHAT,
+    RANKING_CHUNK,
+    RANKING_SCREEN,
+    RankedRun,
+    Standing,
+    chunk_record,
+    ranked_run,
+    ranking,
+    ranking_chunks,
+    ranking_view,
+    standing_record,
+)
+from sitegen.charts import script_safe
 from sitegen.cli import main
 from sitegen.import_files import import_files
 from sitegen.importers.options import ImportOptions
-from tests.builders import SEEDS
+from tests.builders import HOSTILE, SEEDS, make_bundle
 
 # (TTFT ms, per-user tok/s, GPU-hour USD or None): loose, tight, on exact page values, and impossible.
 TARGETS = [
@@ -129,3 +145,65 @@ def test_bad_input_gets_one_error_line(bundles: dict[Path, Path], args: list[str
     code, output = _capacity(*(a.format(**names) for a in args))
     assert code == 1
     assert output == f"error: {message.format(**names)}\n"
+
+
+def ranking_runs() -> list[Bundle]:
+    """More runs than the ranking's first screen, in no order: speeds that tie, that meet no target, runs
+    without a GPU count, and runs that skipped the context most runs measured."""
+    bundles = []
+    for i in range(RANKING_SCREEN + 30):
+        bundle = make_bundle(f"run-{(i * 37) % 131:03}", model=HOSTILE if i % 7 == 0 else f"Model-{i}",
+                             gpu_count=None if i % 5 == 0 else 1 + i % 3, scale=(0.05 if i % 11 == 0 else 0.5 + (i % 13) / 4))
+        if i % 9 == 0:
+            bundle.decode = [c for c in bundle.decode if c.context_tokens != 16384]
+        if i % 17 == 0:
+            bundle.decode = [c for c in bundle.decode if c.context_tokens == 16384]
+        bundles.append(bundle)
+    return bundles
+
+
+def chat_order(bundles: list[Bundle], context: int) -> list[str]:
+    """The ranking's order at the Chat target written out again from the cells: tok/s per GPU of the best
+    qualifying cell, then runs without a GPU count by total tok/s, then none qualifying, then not measured."""
+    def key(bundle: Bundle) -> tuple:
+        cells = [c for c in bundle.decode if c.context_tokens == context]
+        ok = [c for c in cells if c.status == "Valid" and c.ttft_ms <= 1000 and c.per_request_tok_s >= 20]
+        best = max(ok, key=lambda c: (c.total_tok_s, -c.concurrency), default=None)
+        if best is None:
+            return (3 if not cells else 2, 0.0, bundle.id)
+        gpus = bundle.hardware.gpu_count
+        return (0, -best.total_tok_s / gpus, bundle.id) if gpus else (1, -best.total_tok_s, bundle.id)
+    return [b.id for b in sorted(bundles, key=key)]
+
+
+def test_ranking_page_from_kept_standings_ranks_as_the_rule_on_whole_runs() -> None:
+    bundles = ranking_runs()
+    runs = sorted((ranked_run(b) for b in bundles), key=lambda r: r.id)
+    standings = msgspec.json.decode(b"[" + b",".join(standing_record(r) for r in runs) + b"]", type=list[Standing])
+    view = ranking_view(standings)
+    assert (view.context, view.label, view.target, view.total) == (8192, "8K", CHAT.target, len(runs))
+    assert view.contexts == [(8192, "8K"), (16384, "16K"), (32768, "32K"), (65536, "64K"), (131072, "128K"), (257024, "251K")]
+    want = ranking(runs, 8192, CHAT.target)
+    assert view.rows == want[:RANKING_SCREEN]
+    assert [r.id for r in want] == chat_order(bundles, 8192)
+    reasons = {r.reason for r in want}
+    assert reasons == {None, "no cell meets both targets", "not measured at 8K"}  # every kind of row is tried
+    assert {r.answer.per_gpu for r in want if r.answer} > {"—"}  # with and without a GPU count
+
+
+def test_ranking_page_without_decode_cells_has_no_view() -> None:
+    bundle = make_bundle("empty")
+    bundle.decode = []
+    assert ranking_view([msgspec.json.decode(standing_record(ranked_run(bundle)), type=Standing)]) is None
+
+
+def test_ranking_chunks_of_kept_records_are_the_escaped_list_of_runs() -> None:
+    runs = sorted((ranked_run(b) for b in ranking_runs()), key=lambda r: r.id) * 9  # more than one chunk
+    chunks = ranking_chunks([chunk_record(r) for r in runs])
+    encoded = [msgspec.json.encode(r).decode() for r in runs]
+    assert chunks == [
+        f"window.speedMatrixRanking({i},[{script_safe(','.join(encoded[start:start + RANKING_CHUNK]))}]);\n".encode()
+        for i, start in enumerate(range(0, len(runs), RANKING_CHUNK))
+    ]
+    assert len(chunks) == 2 and b"<" not in chunks[0] and HOSTILE.encode() not in chunks[0]
+    assert msgspec.json.decode(chunk_record(runs[0]), type=RankedRun) == runs[0]

@@ -8,16 +8,23 @@ import io
 import json
 import xml.etree.ElementTree as ET
 
-from runner.bundle.schema import decode_bundle
+import msgspec
+
+from runner.bundle.schema import STATUSES, decode_bundle
 from sitegen.exports import (
     MEASUREMENT_COLUMNS,
     atom_feed,
+    csv_cell,
     measurements_csv,
+    run_list_json,
+    run_list_record,
+    run_list_row,
     runs_csv,
     runs_json,
+    status_column,
 )
 from sitegen.index_view import newest_first
-from sitegen.summary import summarize
+from sitegen.summary import RunSummary, summarize
 from tests.builders import HOSTILE, ROOT, make_bundle
 
 ATOM = "{http://www.w3.org/2005/Atom}"
@@ -29,6 +36,12 @@ NUMBER_COLUMNS = MEASUREMENT_COLUMNS[4:12]
 def read_csv(text: str) -> list[dict[str, str]]:
     """Parse CSV text into dict rows."""
     return list(csv.DictReader(io.StringIO(text, newline="")))
+
+
+def run_lists(summaries: list[RunSummary]) -> tuple[bytes, bytes]:
+    """runs.json and runs.csv as the build makes them: each run's record and line, joined by id."""
+    by_id = sorted(summaries, key=lambda s: s.id)
+    return runs_json([run_list_json(s) for s in by_id]), runs_csv(run_list_row(s) for s in by_id)
 
 
 def number(text: str) -> float | None:
@@ -74,7 +87,7 @@ def test_formula_strings_are_neutralised_but_numbers_are_not() -> None:
 
 def test_runs_json_lists_summaries_with_relative_links() -> None:
     summaries = [summarize(make_bundle("zeta")), summarize(make_bundle("alpha"))]
-    records = json.loads(runs_json(summaries))
+    records = json.loads(run_lists(summaries)[0])
     assert [r["id"] for r in records] == ["alpha", "zeta"]
     assert records[0]["url"] == "runs/alpha/index.html"
     assert records[0]["bundle_url"] == "runs/alpha/bundle.json"
@@ -85,7 +98,7 @@ def test_runs_json_lists_summaries_with_relative_links() -> None:
 def test_runs_csv_has_a_row_per_run_and_defuses_hostile_names() -> None:
     evil = "=cmd|' /C calc'!A0" + HOSTILE
     summaries = [summarize(make_bundle("evil", model=evil)), summarize(make_bundle("fine", model=HOSTILE))]
-    rows = read_csv(runs_csv(summaries))
+    rows = read_csv(run_lists(summaries)[1].decode())
     assert [r["id"] for r in rows] == ["evil", "fine"]
     assert (rows[0]["model"], rows[1]["model"]) == ("'" + evil, HOSTILE)
     assert rows[1]["cells_valid"] == "42" and rows[1]["cells_over_capacity"] == "3"
@@ -97,9 +110,42 @@ def test_exports_are_byte_identical_across_calls() -> None:
     bundles = [make_bundle("a"), make_bundle("b", measured_at=None)]
     summaries = [summarize(b) for b in bundles]
     assert measurements_csv(bundles[0]) == measurements_csv(make_bundle("a"))
-    assert runs_json(summaries) == runs_json(summaries[::-1])
-    assert runs_csv(summaries) == runs_csv(summaries[::-1])
+    assert run_lists(summaries) == run_lists(summaries[::-1])
     assert atom_feed(bundles, UPDATED) == atom_feed([make_bundle("a"), make_bundle("b", measured_at=None)], UPDATED)
+
+
+def odd_summaries() -> list[RunSummary]:
+    """Summaries with what could tell a join of per-run texts from one encoding of the whole list: hostile and
+    non-ASCII text, unknown figures, numbers repr writes in other notations, a formula-like id."""
+    plain = summarize(make_bundle("b-plain"))
+    return [
+        plain,
+        msgspec.structs.replace(summarize(make_bundle("a-odd", model=HOSTILE + " \u00e9\u4e2d\n\"q\"", gpu=None, gpu_count=None,
+                                                       version=None, measured_at=None)),
+                                peak_tok_s=1e16, single_stream_tok_s=1e-05, prefill_8k_tok_s=None),
+        msgspec.structs.replace(plain, id="-c=1+1", peak_tok_s=0.1 + 0.2),
+    ]
+
+
+def test_run_lists_joined_per_run_are_what_the_whole_list_encodes() -> None:
+    summaries = odd_summaries()
+    records = [run_list_record(s) for s in sorted(summaries, key=lambda s: s.id)]
+    whole_json = msgspec.json.format(msgspec.json.Encoder(order="deterministic").encode(records), indent=2) + b"\n"
+    names = [f.name for f in msgspec.structs.fields(RunSummary) if f.name != "status_counts"]
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(names + [status_column(s) for s in STATUSES] + ["url", "bundle_url"])
+    for r in records:
+        writer.writerow([csv_cell(v) for v in [r[n] for n in names] + [r["status_counts"][s] for s in STATUSES] + [r["url"], r["bundle_url"]]])
+    assert run_lists(summaries) == (whole_json, out.getvalue().encode())
+    odd = next(r for r in json.loads(whole_json) if r["id"] == "a-odd")
+    assert odd["model"].endswith(" \u00e9\u4e2d\n\"q\"") and odd["peak_tok_s"] == 1e16 and odd["gpu"] is None
+
+
+def test_run_lists_of_no_runs_are_an_empty_list_and_a_header() -> None:
+    json_text, csv_text = run_lists([])
+    assert json_text == msgspec.json.format(b"[]", indent=2) + b"\n" == b"[]\n"
+    assert read_csv(csv_text.decode()) == [] and csv_text.startswith(b"id,model,model_slug,")
 
 
 def feed_bundles() -> list:
