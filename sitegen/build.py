@@ -24,7 +24,9 @@ from sitegen.catalog import (
     new_cache,
     read_cache,
     related_pairs,
+    relations_digest,
     scan,
+    steady_runs,
 )
 from sitegen.context import Site, write_page
 from sitegen.errors import InputError
@@ -70,14 +72,16 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
                 entries = scan(runs, cache.by_name(), jobs, progress.advance)
             gc.freeze()  # the run records live to the end: keep the collector (and forked workers' pages) off them
             with phase("pairs and pages"):
+                relations = relations_digest(entries)
                 site = Site(
                     runs=runs,
                     entries=entries,
                     pages=load_pages(content / "pages") if (content / "pages").is_dir() else [],
-                    pairs=related_pairs(entries, cache),
+                    pairs=related_pairs(entries, cache, relations),
                     env=make_environment(templates),
                     code=code,
                 )
+                site.steady = steady_runs(entries, cache, relations, site.context_key)
             with phase("plan pages (keys)"):
                 tasks = plan_pages(site, plan)
             progress.start("rendering pages", len(tasks))
@@ -95,7 +99,7 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
                 with phase("static"):
                     copy_static(stage, templates / "static")
                 with phase("write cache"):
-                    written = new_cache(entries, site.pairs, code)
+                    written = new_cache(entries, site.pairs, code, relations, site.context_key)
                     stage.write(CACHE_FILE, msgspec.msgpack.encode(written))
         memo.remember(out / CACHE_FILE, written)
     finally:

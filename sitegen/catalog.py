@@ -66,6 +66,7 @@ class Cache(msgspec.Struct):
     entries: list[RunEntry]
     relations: str = ""
     pairs: list[tuple[str, str, str]] = []
+    context: str = ""  # the shared page context the build keyed its pages with (Site.context_key)
 
     def by_name(self) -> dict[str, RunEntry]:
         return {e.name: e for e in self.entries}
@@ -116,18 +117,28 @@ def relations_digest(entries: list[RunEntry]) -> str:
     return digest(msgspec.msgpack.encode([(e.id, e.keys, e.measured_at) for e in entries]))
 
 
-def related_pairs(entries: list[RunEntry], cache: Cache) -> list[tuple[RunEntry, RunEntry, str]]:
+def related_pairs(entries: list[RunEntry], cache: Cache, relations: str) -> list[tuple[RunEntry, RunEntry, str]]:
     """compare.related_pairs over the entries, reused from the cache while no run's id, keys or date
-    changed (a run measured again with new figures changes none of them)."""
-    if cache.relations and cache.relations == relations_digest(entries):
+    changed (`relations`, their relations_digest; a run measured again with new figures changes none of them)."""
+    if cache.relations and cache.relations == relations:
         by_id = {e.id: e for e in entries}
         return [(by_id[a], by_id[b], why) for a, b, why in cache.pairs]
     return compare.related_pairs(entries, keys=lambda e: e.keys)
 
 
-def new_cache(entries: list[RunEntry], pairs: list[tuple[RunEntry, RunEntry, str]], code: str) -> Cache:
+def steady_runs(entries: list[RunEntry], cache: Cache, relations: str, context: str) -> frozenset[str]:
+    """The runs whose own pages the previous build keyed from the same inputs: the same code (the
+    cache is the code's), comparison pairs (`relations`) and shared page context (`context`), and
+    the same bundle bytes (fingerprint). Their keys need not be hashed again."""
+    if not cache.relations or cache.relations != relations or cache.context != context:
+        return frozenset()
+    before = {e.id: e.fingerprint for e in cache.entries}
+    return frozenset(e.id for e in entries if before.get(e.id) == e.fingerprint)
+
+
+def new_cache(entries: list[RunEntry], pairs: list[tuple[RunEntry, RunEntry, str]], code: str, relations: str, context: str) -> Cache:
     """This build's entries and pairs, for the next build's read_cache."""
-    return Cache(code, entries, relations_digest(entries), [(a.id, b.id, why) for a, b, why in pairs])
+    return Cache(code, entries, relations, [(a.id, b.id, why) for a, b, why in pairs], context)
 
 
 SCAN_CHUNK = 32  # bundles a worker decodes at a time

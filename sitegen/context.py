@@ -28,6 +28,7 @@ class Site(msgspec.Struct, kw_only=True):
     env: jinja2.Environment
     code: str
     shared_key: str = ""
+    steady: frozenset[str] = frozenset()  # runs whose pages' keys are the previous build's (catalog.steady_runs)
 
     @property
     def summaries(self) -> list[RunSummary]:

@@ -165,6 +165,11 @@ class Publication:
         self.rendered: set[str] = set()
         self.stage: Stage | None = None  # the stage this plan fills (set by `staged`)
 
+    def previous_key(self, output: str) -> str | None:
+        """The key the previous build gave an output, if it had it."""
+        old = self.old.get(output)
+        return old[0] if old is not None else None
+
     def unchanged(self, output: str, key: str) -> bool:
         """Record an output's key; True when the published one is current and whole, so it need not be rendered.
 
