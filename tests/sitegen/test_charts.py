@@ -97,6 +97,11 @@ def test_frontier_is_non_dominated_monotone_and_complete(seed: int) -> None:
     assert all(is_dominated(p, frontier) for p in points if (p.x, p.y) not in coords)
 
 
+def test_of_equal_points_the_frontier_keeps_the_first() -> None:
+    points = [Point(1.0, 5.0, "a"), Point(2.0, 3.0, "b"), Point(2.0, 3.0, "c"), Point(2.0, 1.0, "d"), Point(1.0, 5.0, "e")]
+    assert [p.text for p in pareto_frontier(points)] == ["a", "b"]
+
+
 def test_index_figure_has_a_trace_per_run_and_the_frontier() -> None:
     bundles = [make_bundle("b-run", scale=1.5), make_bundle("a-run", gpu_count=1), make_bundle("c-run", gpu_count=None)]
     fig = index_figure(bundles)
@@ -161,3 +166,11 @@ def test_frontier_figure_draws_a_frontier_per_gpu_and_over_all() -> None:
         assert list(zip(trace["x"], trace["y"])) == [(p.x, p.y) for p in pareto_frontier(everything)]
     overall = pareto_frontier([p for b in bundles for p in run_points(b)])
     assert list(zip(fig["data"][-1]["x"], fig["data"][-1]["y"])) == [(p.x, p.y) for p in overall]
+
+
+def test_frontier_figure_names_each_point_for_the_run_it_is_from() -> None:
+    runs = [(f"run <{i}>", "H200" if i % 2 else None, [Point(float(i), 10.0 - i, f"8K × {i}")]) for i in range(6)]
+    fig = frontier_figure(runs)
+    assert [trace["name"] for trace in fig["data"]] == ["H200", "unknown GPU", "Pareto frontier"]
+    assert fig["data"][0]["text"] == ["run &lt;1&gt;<br>8K × 1", "run &lt;3&gt;<br>8K × 3", "run &lt;5&gt;<br>8K × 5"]
+    assert fig["data"][1]["text"] == ["run &lt;0&gt;<br>8K × 0", "run &lt;2&gt;<br>8K × 2", "run &lt;4&gt;<br>8K × 4"]
