@@ -22,7 +22,7 @@ from sitegen import charts, compare
 from sitegen.cache import collector_paused, digest
 from sitegen.capacity import ranked_run
 from sitegen.errors import InputError, InputErrors
-from sitegen.index_view import run_record
+from sitegen.index_view import SortKey, run_record, sort_keys
 from sitegen.loader import decode_bundle_file, load_bundle, read_input
 from sitegen.parallel import fork_map
 from sitegen.summary import RunSummary, summarize
@@ -42,6 +42,7 @@ class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
     frontier: list[charts.Point]
     record: bytes = b""  # the run's JSON record for the listings' data chunks (index_view.run_record)
     ranked: bytes = b""  # the run as the capacity ranking and its data chunks read it (capacity.RankedRun), JSON
+    sort_keys: list[SortKey] = []  # the record's place in each column's order (index_view.sort_keys)
 
     @property
     def id(self) -> str:
@@ -74,6 +75,7 @@ def entry_of(path: Path, stamp: tuple[int, int, int], data: bytes) -> RunEntry:
     bundle = decode_bundle_file(path, data)
     summary = summarize(bundle)
     ranked = ranked_run(bundle)
+    record = run_record(summary)
     return RunEntry(
         name=path.name,
         stamp=stamp,
@@ -82,8 +84,9 @@ def entry_of(path: Path, stamp: tuple[int, int, int], data: bytes) -> RunEntry:
         summary=summary,
         keys=compare.keys_of(bundle),
         frontier=charts.run_frontier(bundle),
-        record=msgspec.json.encode(run_record(summary)),
+        record=msgspec.json.encode(record),
         ranked=msgspec.json.encode(ranked),
+        sort_keys=sort_keys(record),
     )
 
 
