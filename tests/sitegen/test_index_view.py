@@ -11,7 +11,7 @@ import pytest
 from sitegen.index_view import (
     COLUMNS,
     RunRecord,
-    ordering,
+    orderings,
     run_record,
     sort_keys,
     sort_scripts,
@@ -21,12 +21,9 @@ from tests.builders import make_bundle
 
 
 def test_an_order_puts_runs_without_the_figure_last_either_way_and_keeps_ties_in_listing_order() -> None:
-    peaks = [5.0, None, 9.5, 5, 1]
-    assert ordering(peaks, ascending=False) == [2, 0, 3, 4, 1]
-    assert ordering(peaks, ascending=True) == [4, 0, 3, 2, 1]
-    models = ["b", "b", "a", "c", "a"]
-    assert ordering(models, ascending=True) == [2, 4, 0, 1, 3]
-    assert ordering(models, ascending=False) == [3, 0, 1, 2, 4]
+    assert orderings([5.0, None, 9.5, 5, 1]) == ([4, 0, 3, 2, 1], [2, 0, 3, 4, 1])
+    assert orderings(["b", "b", "a", "c", "a"]) == ([2, 4, 0, 1, 3], [3, 0, 1, 2, 4])
+    assert orderings([None, None]) == ([0, 1], [0, 1]) and orderings([]) == ([], [])
 
 
 def test_sort_keys_are_the_records_sort_values_text_case_folded_and_none_without_the_figure() -> None:
