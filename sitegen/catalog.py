@@ -22,7 +22,7 @@ from sitegen import charts, compare, exports, memo
 from sitegen.cache import collector_paused, digest
 from sitegen.capacity import chunk_record, ranked_run, standing_record
 from sitegen.errors import InputError, InputErrors
-from sitegen.index_view import run_record
+from sitegen.index_view import SortKey, run_record, sort_keys
 from sitegen.loader import decode_bundle_file, load_bundle, read_input
 from sitegen.parallel import fork_map
 from sitegen.summary import RunSummary, summarize
@@ -45,6 +45,7 @@ class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
     standing: bytes = b""  # the run as the ranking page's first screen ranks it (capacity.standing_record)
     listed_json: bytes = b""  # the run's record in runs.json (exports.run_list_json)
     listed_csv: bytes = b""  # the run's line of runs.csv (exports.run_list_row)
+    sort_keys: list[SortKey] = []  # the record's place in each column's order (index_view.sort_keys)
 
     @property
     def id(self) -> str:
@@ -78,6 +79,7 @@ def entry_of(path: Path, stamp: tuple[int, int, int], data: bytes) -> RunEntry:
     bundle = decode_bundle_file(path, data)
     summary = summarize(bundle)
     ranked = ranked_run(bundle)
+    record = run_record(summary)
     return RunEntry(
         name=path.name,
         stamp=stamp,
@@ -86,11 +88,12 @@ def entry_of(path: Path, stamp: tuple[int, int, int], data: bytes) -> RunEntry:
         summary=summary,
         keys=compare.keys_of(bundle),
         frontier=charts.run_frontier(bundle),
-        record=msgspec.json.encode(run_record(summary)),
+        record=msgspec.json.encode(record),
         ranked=chunk_record(ranked),
         standing=standing_record(ranked),
         listed_json=exports.run_list_json(summary),
         listed_csv=exports.run_list_row(summary),
+        sort_keys=sort_keys(record),
     )
 
 

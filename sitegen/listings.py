@@ -7,16 +7,21 @@ search, filter and sort every run. A model or GPU page is rendered again only wh
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 
 from sitegen import charts
 from sitegen.cache import digest
+from sitegen.catalog import RunEntry
 from sitegen.context import Site, write_page
 from sitegen.index_view import (
     COLUMNS,
     DIRECTIONS,
-    chunk_scripts,
+    chunk_file,
+    chunk_script,
     chunk_urls,
+    chunked,
     facets,
     first_screen,
     newest_first,
@@ -46,14 +51,21 @@ def lead(summaries: list[RunSummary]) -> str:
     return f"{plural(len(summaries), 'run')} of {plural(models, 'model')} on {plural(gpus, 'GPU type')}. Click a column to sort; every figure links to its full matrix."
 
 
-def groups(summaries: list[RunSummary], key) -> dict[str, tuple[str, list[RunSummary]]]:
-    """Summaries grouped by (slug, display name), sorted by slug."""
-    found: dict[str, tuple[str, list[RunSummary]]] = {}
-    for summary in summaries:
-        group = key(summary)
+def groups(entries: list[RunEntry], key) -> dict[str, tuple[str, list[RunEntry]]]:
+    """Runs grouped by their summary's (slug, display name), sorted by slug."""
+    found: dict[str, tuple[str, list[RunEntry]]] = {}
+    for entry in entries:
+        group = key(entry.summary)
         if group:
-            found.setdefault(group[0], (group[1], []))[1].append(summary)
+            found.setdefault(group[0], (group[1], []))[1].append(entry)
     return dict(sorted(found.items()))
+
+
+def runs_key(site: Site, entries: list[RunEntry]) -> str:
+    """What an output rendered from these runs depends on: the code and each run's fingerprint (which
+    decides its summary and record), in order. Hashing 10,000 fingerprints is far cheaper than encoding
+    the summaries or joining the records; they are all as long, so joined they cannot run together."""
+    return digest(site.code, "".join([e.fingerprint for e in entries]))
 
 
 def index_figure(site: Site) -> dict[str, str | None]:
@@ -71,34 +83,49 @@ def index_figure(site: Site) -> dict[str, str | None]:
     return {"figure": charts.figure_script_json(figure), "figure_caption": caption}
 
 
-def write_changed(stage: Stage, plan: Publication, scripts: list[tuple[str, str]]) -> None:
-    """Write each (site path, script) whose content differs from the published file's: a rebuild
-    after one run changed rewrites the one data chunk holding it, not all of them."""
-    for path, script in scripts:
-        if not plan.unchanged(path, digest(script)):
-            stage.write(path, script)
+def write_chunks(stage: Stage, site: Site, plan: Publication, listed: list[RunEntry]) -> int:
+    """The data chunks of the runs in listing order, each written only when one of its runs changed
+    (a rebuild after one run changed writes the one chunk holding it); returns how many there are."""
+    chunks = chunked(listed)
+    for index, members in enumerate(chunks):
+        if not plan.unchanged(chunk_file(index), runs_key(site, members)):
+            stage.write(chunk_file(index), chunk_script(index, [e.record for e in members]))
+    return len(chunks)
 
 
-def write_sort_orders(stage: Stage, site: Site, plan: Publication, chunks: list[tuple[str, str]], listed: list[bytes]) -> None:
-    """Every column's orders (index_view.sort_scripts), computed only when a record in the chunks changed."""
-    key = digest(site.code, *(script for _, script in chunks))
+def write_sort_orders(stage: Stage, site: Site, plan: Publication, listed: list[RunEntry]) -> None:
+    """Every column's orders (index_view.sort_scripts), computed only when a run or the listing's order changed."""
+    key = runs_key(site, listed)
     paths = [sort_file(column, direction) for column, _, _ in COLUMNS for direction in DIRECTIONS]
     if all([plan.unchanged(path, key) for path in paths]):  # a list: every order's key is recorded
         return
-    for path, script in sort_scripts(listed):
+    for path, script in sort_scripts([e.record for e in listed], [e.sort_keys for e in listed]):
         stage.write(path, script)
+
+
+def write_group_pages(stage: Stage, site: Site, plan: Publication, kind: str, field: str,
+                      found: dict[str, tuple[str, list[RunEntry]]], folder_of: Callable[[str], str], chunks: int) -> None:
+    """A page per model or GPU (`kind`, its summary `field`), each rendered only when its runs changed."""
+    for slug, (name, members) in found.items():
+        page = Page(folder_of(slug))
+        if plan.unchanged(page.path, digest(runs_key(site, members), site.context_key, name, str(chunks))):
+            continue
+        summaries = [e.summary for e in members]
+        write_page(stage, site, "index.html", page,
+                   heading=f"{name}", lead=f"{kind}: every run of {name}. {lead(summaries)}", rows=first_screen(summaries),
+                   total=len(members), chunks=chunk_urls(page.urls, chunks), sorts=sort_urls(page.urls), scope=f"{field}:{slug}", columns=COLUMNS,
+                   facets=[], links=[], compare_url=None, unplotted=[], figure=None, figure_caption="")
 
 
 def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
     """The index, the model and GPU pages, the compare picker and their data chunks."""
     ordered = newest_first(site.summaries)
-    records = {e.id: e.record for e in site.entries}
-    listed = [records[s.id] for s in ordered]
-    chunks = chunk_scripts(listed)
-    write_changed(stage, plan, chunks)
-    write_sort_orders(stage, site, plan, chunks, listed)
-    models = groups(ordered, lambda s: (s.model_slug, s.model))
-    gpus = groups(ordered, lambda s: (s.gpu_slug, s.gpu) if s.gpu_slug else None)
+    by_id = {e.id: e for e in site.entries}
+    listed = [by_id[s.id] for s in ordered]
+    chunks = write_chunks(stage, site, plan, listed)
+    write_sort_orders(stage, site, plan, listed)
+    models = groups(listed, lambda s: (s.model_slug, s.model))
+    gpus = groups(listed, lambda s: (s.gpu_slug, s.gpu) if s.gpu_slug else None)
     urls = HOME.urls
     links = [
         {"label": "Models", "entries": [Link(urls.model(slug), name) for slug, (name, _) in models.items()]},
@@ -107,16 +134,8 @@ def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
     ]
     write_page(stage, site, "index.html", HOME,
                heading="Speed test matrices", lead=lead(ordered), rows=first_screen(ordered), total=len(ordered),
-               chunks=chunk_urls(urls, len(chunks)), sorts=sort_urls(urls), scope="", columns=COLUMNS, facets=facets(ordered), links=links,
+               chunks=chunk_urls(urls, chunks), sorts=sort_urls(urls), scope="", columns=COLUMNS, facets=facets(ordered), links=links,
                compare_url=urls.to(PICKER.path), unplotted=[s.model for s in ordered if s.gpu_count is None], **index_figure(site))
-    for kind, field, found, folder_of in (("Model", "model_slug", models, model_dir), ("GPU", "gpu_slug", gpus, gpu_dir)):
-        for slug, (name, members) in found.items():
-            page = Page(folder_of(slug))
-            key = digest(site.code, site.context_key, name, msgspec.json.encode(members), str(len(chunks)))
-            if plan.unchanged(page.path, key):
-                continue
-            write_page(stage, site, "index.html", page,
-                       heading=f"{name}", lead=f"{kind}: every run of {name}. {lead(members)}", rows=first_screen(members),
-                       total=len(members), chunks=chunk_urls(page.urls, len(chunks)), sorts=sort_urls(page.urls), scope=f"{field}:{slug}", columns=COLUMNS,
-                       facets=[], links=[], compare_url=None, unplotted=[], figure=None, figure_caption="")
-    write_page(stage, site, "picker.html", PICKER, total=len(ordered), chunks=chunk_urls(PICKER.urls, len(chunks)))
+    write_group_pages(stage, site, plan, "Model", "model_slug", models, model_dir, chunks)
+    write_group_pages(stage, site, plan, "GPU", "gpu_slug", gpus, gpu_dir, chunks)
+    write_page(stage, site, "picker.html", PICKER, total=len(ordered), chunks=chunk_urls(PICKER.urls, chunks))

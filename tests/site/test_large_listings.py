@@ -13,24 +13,11 @@ import pytest
 
 from sitegen import capacity, index_view
 from sitegen.capacity import check_target, ranked_run, ranking
-from sitegen.index_view import RunRecord, ordering
+from sitegen.index_view import RunRecord
 from sitegen.loader import load_bundle
 from tests.builders import build_large_site, serve_folder
 
 RUNS = 14
-
-
-def _record(position: int, peak: float | str, model: str) -> RunRecord:
-    return RunRecord(id=f"r{position}", model=model, model_slug=model.lower(), gpu="", gpu_slug="", engine="vllm",
-                     cells={"peak": ["x", peak] if peak != "" else ["—"], "model": [model, model]})
-
-
-def test_an_order_puts_runs_without_the_figure_last_either_way_and_keeps_ties_in_listing_order() -> None:
-    records = [_record(0, 5.0, "b"), _record(1, "", "B"), _record(2, 9.5, "a"), _record(3, 5.0, "C"), _record(4, 1, "a")]
-    assert ordering(records, "peak", ascending=False) == [2, 0, 3, 4, 1]
-    assert ordering(records, "peak", ascending=True) == [4, 0, 3, 2, 1]
-    assert ordering(records, "model", ascending=True) == [2, 4, 0, 1, 3], "text by its case-folded form, ties in order"
-    assert ordering(records, "model", ascending=False) == [3, 0, 1, 2, 4]
 
 
 @pytest.fixture(scope="module")

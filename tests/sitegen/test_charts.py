@@ -17,9 +17,11 @@ from sitegen.charts import (
     figure_script_json,
     frontier_figure,
     index_figure,
+    label,
     pareto_frontier,
     run_figures,
     run_points,
+    runs_frontier,
 )
 from sitegen.render import DEFAULT_TEMPLATES
 from sitegen.runview import title
@@ -97,6 +99,11 @@ def test_frontier_is_non_dominated_monotone_and_complete(seed: int) -> None:
     assert all(is_dominated(p, frontier) for p in points if (p.x, p.y) not in coords)
 
 
+def test_of_equal_points_the_frontier_keeps_the_first() -> None:
+    points = [Point(1.0, 5.0, "a"), Point(2.0, 3.0, "b"), Point(2.0, 3.0, "c"), Point(2.0, 1.0, "d"), Point(1.0, 5.0, "e")]
+    assert [p.text for p in pareto_frontier(points)] == ["a", "b"]
+
+
 def test_index_figure_has_a_trace_per_run_and_the_frontier() -> None:
     bundles = [make_bundle("b-run", scale=1.5), make_bundle("a-run", gpu_count=1), make_bundle("c-run", gpu_count=None)]
     fig = index_figure(bundles)
@@ -145,7 +152,7 @@ def test_the_site_carries_the_basic_bundle_of_the_plotly_version_the_figures_are
 
 
 def test_every_chart_uses_only_traces_the_basic_bundle_has() -> None:
-    runs = [(f"run {i}", ("H200", "B200")[i % 2], run_points(make_bundle(run_id=f"run-{i}", scale=1 + i))) for i in range(4)]
+    runs = [(f"run {i}", ("H200", "B200")[i % 2], pareto_frontier(run_points(make_bundle(run_id=f"run-{i}", scale=1 + i)))) for i in range(4)]
     figures = [*run_figures(make_bundle()).values(), index_figure([make_bundle()]), frontier_figure(runs)]
     assert {trace["type"] for fig in figures for trace in fig["data"]} == {"scatter"}
 
@@ -161,3 +168,26 @@ def test_frontier_figure_draws_a_frontier_per_gpu_and_over_all() -> None:
         assert list(zip(trace["x"], trace["y"])) == [(p.x, p.y) for p in pareto_frontier(everything)]
     overall = pareto_frontier([p for b in bundles for p in run_points(b)])
     assert list(zip(fig["data"][-1]["x"], fig["data"][-1]["y"])) == [(p.x, p.y) for p in overall]
+
+
+def test_frontier_figure_names_each_point_for_the_run_it_is_from() -> None:
+    runs = [(f"run <{i}>", "H200" if i % 2 else None, [Point(float(i), 10.0 - i, f"8K × {i}")]) for i in range(6)]
+    fig = frontier_figure(runs)
+    assert [trace["name"] for trace in fig["data"]] == ["H200", "unknown GPU", "Pareto frontier"]
+    assert fig["data"][0]["text"] == ["run &lt;1&gt;<br>8K × 1", "run &lt;3&gt;<br>8K × 3", "run &lt;5&gt;<br>8K × 5"]
+    assert fig["data"][1]["text"] == ["run &lt;0&gt;<br>8K × 0", "run &lt;2&gt;<br>8K × 2", "run &lt;4&gt;<br>8K × 4"]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_gpus_frontier_is_that_of_every_point_of_its_runs_though_a_sample_rules_most_runs_out(seed: int) -> None:
+    rng = random.Random(seed)
+    def run_frontier(i: int) -> list[Point]:  # coarse values: many equal points across runs
+        return pareto_frontier([Point(rng.randint(1, 40) * 1.0, rng.randint(1, 40) * 1.0, f"cell {i}.{j}") for j in range(6)])
+    runs = [(f"run <{i}>", "H200", run_frontier(i)) for i in range(300)]
+    every = [Point(p.x, p.y, f"{label(name)}<br>{p.text}") for name, _, points in runs for p in points]
+    assert runs_frontier(runs) == pareto_frontier(every)
+
+
+def test_a_run_whose_slowest_point_is_beaten_still_brings_its_fastest_to_the_frontier() -> None:
+    runs = [("a", "H200", [Point(1.0, 10.0, "a1"), Point(5.0, 5.0, "a2")]), ("b", "H200", [Point(0.5, 9.0, "b1"), Point(6.0, 1.0, "b2")])]
+    assert [p.text for p in runs_frontier(runs)] == ["a<br>a1", "a<br>a2", "b<br>b2"]

@@ -1,0 +1,74 @@
+"""Incremental listings: a rebuild after one run changed carries its new figures into the data chunk
+and the sort orders, and renders again only the chunk and the model and GPU pages that hold it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sitegen import index_view
+from sitegen.build import build_site
+from tests.builders import ROOT
+
+CHANGED = "mimo-v2-6-flash-rl-h200-nvl-x2"
+
+
+def _inodes(out: Path, pattern: str) -> dict[str, int]:
+    return {p.relative_to(out).as_posix(): p.stat().st_ino for p in sorted(out.glob(pattern))}
+
+
+def _group_pages(out: Path) -> dict[str, int]:
+    """The model and GPU pages, by path, with their inodes (a page rendered again gets a new one)."""
+    return _inodes(out, "models/*/index.html") | _inodes(out, "gpus/*/index.html")
+
+
+def _order(out: Path, name: str) -> tuple[list[int], list[dict]]:
+    script = (out / "data" / f"sort-{name}.js").read_text()
+    _, positions, first = json.loads("[" + script.removeprefix("window.speedMatrixSort(").removesuffix(");\n") + "]")
+    return positions, first
+
+
+@pytest.fixture()
+def content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The committed runs, listed one run a data chunk so that a rebuild shows which chunk it wrote."""
+    monkeypatch.setattr(index_view, "CHUNK_RUNS", 1)
+    shutil.copytree(ROOT / "content", tmp_path / "content")
+    return tmp_path / "content"
+
+
+def _speed_up(content: Path, factor: float) -> None:
+    path = content / "runs" / f"{CHANGED}.json"
+    bundle = json.loads(path.read_text())
+    for cell in bundle["decode"]:
+        if cell.get("total_tok_s") is not None:
+            cell["total_tok_s"] = round(cell["total_tok_s"] * factor, 1)
+    path.write_text(json.dumps(bundle))
+
+
+def test_a_changed_runs_figures_reach_its_chunk_and_the_sort_orders_and_only_its_pages_render_again(content: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build_site(content, out)
+    chunks, groups = _inodes(out, "data/runs-*.js"), _group_pages(out)
+    assert CHANGED not in [r["id"] for r in _order(out, "peak-descending")[1][:1]], "another run leads before the change"
+    _speed_up(content, 100)
+    build_site(content, out)
+    positions, first = _order(out, "peak-descending")
+    runs = json.loads((out / "runs.json").read_text())
+    fastest = max(runs, key=lambda r: r["peak_tok_s"])
+    assert first[0]["id"] == CHANGED == fastest["id"] and first[0]["cells"]["peak"][1] == fastest["peak_tok_s"]
+    written = [path for path, inode in _inodes(out, "data/runs-*.js").items() if chunks[path] != inode]
+    assert len(written) == 1 and CHANGED in (out / written[0]).read_text()
+    assert f'"{CHANGED}"' in (out / "data" / f"runs-{positions[0]}.js").read_text(), "positions index the chunks' order"
+    rendered = {path for path, inode in _group_pages(out).items() if groups[path] != inode}
+    assert rendered == {"models/mimo-v2-6-flash-rl/index.html", "gpus/h200-nvl/index.html"}
+
+
+def test_a_rebuild_of_the_same_runs_writes_no_chunk_order_or_listing_page_again(content: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build_site(content, out)
+    before = _inodes(out, "data/*.js") | _group_pages(out)
+    build_site(content, out)
+    assert _inodes(out, "data/*.js") | _group_pages(out) == before
