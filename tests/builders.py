@@ -252,6 +252,22 @@ def tree_digest(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(_without_inodes(p)).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def built_copy(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the committed content/ under tmp_path, and a site built from it (tmp_path/site)."""
+    content = tmp_path / "content"
+    shutil.copytree(ROOT / "content", content)
+    out = tmp_path / "site"
+    build_site(content, out)
+    return content, out
+
+
+def same_as_fresh(content: Path, out: Path) -> bool:
+    """Whether the site in `out` is the one a build from nothing makes of `content` (built beside it)."""
+    fresh = out.parent / "fresh"
+    build_site(content, fresh)
+    return tree_digest(out) == tree_digest(fresh)
+
+
 def _without_inodes(path: Path) -> bytes:
     """A file's bytes; for a build manifest, its outputs' keys and files without the files' inodes
     (and nothing of the stamp, which is only the manifest's own inode and change time)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ from sitegen import memo
 from sitegen.build import build_site
 from sitegen.catalog import Cache
 from sitegen.staging import _ManifestFile
-from tests.builders import ROOT, tree_digest
+from tests.builders import ROOT, built_copy, same_as_fresh
 
 RUN = "mimo-v2-6-flash-rl-h200-nvl-x2"
 
@@ -60,17 +59,7 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> list[type]:
 @pytest.fixture
 def built(tmp_path: Path) -> tuple[Path, Path]:
     """content/ and a site built from it by this process."""
-    content = tmp_path / "content"
-    shutil.copytree(ROOT / "content", content)
-    out = tmp_path / "site"
-    build_site(content, out)
-    return content, out
-
-
-def _same_as_fresh(content: Path, out: Path) -> bool:
-    fresh = out.parent / "fresh"
-    build_site(content, fresh)
-    return tree_digest(out) == tree_digest(fresh)
+    return built_copy(tmp_path)
 
 
 def test_a_rebuild_in_the_same_process_reads_neither_cache_nor_manifest(built: tuple[Path, Path], decoded: list[type]) -> None:
@@ -79,7 +68,7 @@ def test_a_rebuild_in_the_same_process_reads_neither_cache_nor_manifest(built: t
     decoded.clear()
     build_site(content, out)
     assert decoded == []
-    assert _same_as_fresh(content, out)
+    assert same_as_fresh(content, out)
 
 
 def test_a_site_another_process_rebuilt_is_read_again(built: tuple[Path, Path], decoded: list[type]) -> None:
@@ -91,4 +80,4 @@ def test_a_site_another_process_rebuilt_is_read_again(built: tuple[Path, Path], 
     decoded.clear()
     build_site(content, out)
     assert sorted(t.__name__ for t in decoded) == ["Cache", "_ManifestFile"]
-    assert _same_as_fresh(content, out)
+    assert same_as_fresh(content, out)
