@@ -37,12 +37,14 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 Task = tuple
 
 
-def _partners(pairs: list[tuple[RunEntry, RunEntry, str]], slugs: list[str]) -> dict[str, list[tuple[str, str, str]]]:
-    """For each run, its comparison pages as (slug, other run's title, reason)."""
+def _partners(pairs: list[tuple[RunEntry, RunEntry, str]], slugs: list[str], wanted: set[str]) -> dict[str, list[tuple[str, str, str]]]:
+    """For each wanted run, its comparison pages as (slug, other run's title, reason)."""
     found: dict[str, list[tuple[str, str, str]]] = {}
     for (a, b, why), slug in zip(pairs, slugs):
-        found.setdefault(a.id, []).append((slug, b.title, why))
-        found.setdefault(b.id, []).append((slug, a.title, why))
+        if a.id in wanted:
+            found.setdefault(a.id, []).append((slug, b.title, why))
+        if b.id in wanted:
+            found.setdefault(b.id, []).append((slug, a.title, why))
     return found
 
 
@@ -64,23 +66,25 @@ def plan_pages(site: Site, plan: Publication) -> list[Task]:
     while neither its run nor a partner (whose title it lists) changed, a comparison while neither run did.
     """
     slugs = [compare.compare_slug(a, b) for a, b, _ in site.pairs]
-    partners = _partners(site.pairs, slugs)
     shared = digest(site.code, site.context_key)  # what every key covers, hashed once
     changed = {e.id for e in site.entries if e.id not in site.steady}
     touched = changed | {run.id for a, b, _ in site.pairs if a.id in changed or b.id in changed for run in (a, b)}
+    runs = [(run_dir(e.id), e) for e in site.entries]
+    comparisons = [(compare_file(slug), pair) for slug, pair in zip(slugs, site.pairs)]
+    again = plan.kept_as_before([output for output, e in runs if e.id not in touched] +
+                                [output for output, (a, b, _) in comparisons if a.id not in changed and b.id not in changed])
+    keyed = {e.id for output, e in runs if e.id in touched or output in again}
+    partners = _partners(site.pairs, slugs, keyed)
     planned: list[tuple[RunEntry, int, Task]] = []
-    for entry in site.entries:
-        mine = partners.get(entry.id, [])
-        output = run_dir(entry.id)
-        key = (entry.id not in touched and plan.previous_key(output)) or digest(shared, entry.fingerprint, msgspec.json.encode(mine))
-        if not plan.unchanged(output, key):
-            planned.append((entry, 0, ("run", str(site.runs / entry.name), mine)))
-    for (a, b, why), slug in zip(site.pairs, slugs):
-        output = compare_file(slug)
-        steady = a.id in site.steady and b.id in site.steady
-        key = (steady and plan.previous_key(output)) or digest(shared, a.fingerprint, b.fingerprint, why)
-        if not plan.unchanged(output, key):
-            planned.append((a, 1, ("compare", str(site.runs / a.name), str(site.runs / b.name), why)))
+    for output, entry in runs:
+        if entry.id in keyed:
+            mine = partners.get(entry.id, [])
+            if not plan.unchanged(output, digest(shared, entry.fingerprint, msgspec.json.encode(mine))):
+                planned.append((entry, 0, ("run", str(site.runs / entry.name), mine)))
+    for output, (a, b, why) in comparisons:
+        if a.id in changed or b.id in changed or output in again:
+            if not plan.unchanged(output, digest(shared, a.fingerprint, b.fingerprint, why)):
+                planned.append((a, 1, ("compare", str(site.runs / a.name), str(site.runs / b.name), why)))
     planned.sort(key=lambda item: (_render_order(item[0]), item[1]))  # stable: a baseline's comparisons keep the pairs' order
     return [task for _, _, task in planned]
 

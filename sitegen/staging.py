@@ -165,10 +165,18 @@ class Publication:
         self.rendered: set[str] = set()
         self.stage: Stage | None = None  # the stage this plan fills (set by `staged`)
 
-    def previous_key(self, output: str) -> str | None:
-        """The key the previous build gave an output, if it had it."""
-        old = self.old.get(output)
-        return old[0] if old is not None else None
+    def kept_as_before(self, outputs: list[str]) -> set[str]:
+        """Record for outputs made from the same inputs as in the previous build that build's keys (in one
+        pass: a rebuild keeps most of 25,000 so); returns those it did not leave whole, to be keyed again."""
+        kept = self.stage.kept if self.stage else {}
+        again = set()
+        for output in outputs:
+            old = self.old.get(output)
+            if old is not None and old[1] and self._whole(old[1], kept):
+                self.keys[output] = old[0]
+            else:
+                again.add(output)
+        return again
 
     def unchanged(self, output: str, key: str) -> bool:
         """Record an output's key; True when the published one is current and whole, so it need not be rendered.
@@ -179,12 +187,14 @@ class Publication:
         """
         self.keys[output] = key
         old = self.old.get(output)
-        kept = self.stage.kept if self.stage else {}
-        if old is not None and old[0] == key and old[1] and (all(map(kept.__contains__, old[1])) or
-                                                             all(f in kept or self._plain(f) for f in old[1])):
+        if old is not None and old[0] == key and old[1] and self._whole(old[1], self.stage.kept if self.stage else {}):
             return True
         self.rendered.add(output)
         return False
+
+    def _whole(self, files: list[str], kept: dict[str, int]) -> bool:
+        """Whether each of an output's files is in the stage (first looked up all at once) or published as recorded."""
+        return all(map(kept.__contains__, files)) or all(f in kept or self._plain(f) for f in files)
 
     def _plain(self, relative: str) -> bool:
         """Whether the published file is still the plain file the manifest records (or, walked, is there)."""
