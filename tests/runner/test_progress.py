@@ -51,9 +51,12 @@ def test_piped_stderr_gets_plain_lines(tmp_path: Path) -> None:
     assert "\x1b" not in done.stderr and "\r" not in done.stderr
     lines = done.stderr.splitlines()
     assert lines[0].startswith("token counts: ") and lines[1].startswith("prompts: ")
+    # A cell's verdict is the cross-check's (on a busy machine a 0.3 s window can come out Distorted,
+    # with its reason in brackets); the line's shape is what this test is about.
+    result = r": (Valid|Requests queued|Distorted): [\d,.]+K? tok/s, [\d,]+ ms TTFT( \(.+\))?"
     patterns = [r"\[0/3\] prefill 1K · ETA \d+ s", r"  prefill 1K: [\d,.]+K? prompt tok/s, [\d,]+ ms TTFT",
-                r"\[1/3\] decode 1K × 1 · ETA \d+ s", r"  decode 1K × 1: Valid: [\d,.]+K? tok/s, [\d,]+ ms TTFT",
-                r"\[2/3\] decode 1K × 2 · ETA \d+ s", r"  decode 1K × 2: Valid: [\d,.]+K? tok/s, [\d,]+ ms TTFT"]
+                r"\[1/3\] decode 1K × 1 · ETA \d+ s", r"  decode 1K × 1" + result,
+                r"\[2/3\] decode 1K × 2 · ETA \d+ s", r"  decode 1K × 2" + result]
     assert len(lines) == 2 + len(patterns), done.stderr
     for line, pattern in zip(lines[2:], patterns):
         assert re.fullmatch(pattern, line), line
