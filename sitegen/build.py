@@ -130,7 +130,7 @@ def write_ranking(stage: Stage, site: Site, plan: Publication) -> None:
     chunks its script ranks every run with (in its folder, so they are reused with it), from each
     run's records made when its bundle was read (catalog: its standing at the page's own target and
     its chunk record); rendered again only when a run's figures changed."""
-    key = digest(site.code, site.context_key, *(e.fingerprint for e in site.entries))
+    key = digest(site.runs_key(site.entries), site.context_key)
     if plan.unchanged(RANKING.path, key):
         return
     by_id = sorted(site.entries, key=lambda e: e.id)
@@ -160,7 +160,7 @@ def write_run_lists(stage: Stage, site: Site, plan: Publication) -> None:
     """runs.json and runs.csv: each run's record and line, made when its bundle was read (catalog),
     joined in id order; written only when a run's bundle changed (its bytes, with the code, decide
     its summary)."""
-    key = digest(site.code, *(e.fingerprint for e in site.entries))
+    key = site.runs_key(site.entries)
     if not all([plan.unchanged(path, key) for path in ("runs.json", "runs.csv")]):  # a list: both keys recorded
         by_id = sorted(site.entries, key=lambda e: e.id)
         stage.write("runs.json", exports.runs_json([e.listed_json for e in by_id]))
@@ -173,7 +173,7 @@ def write_feed(stage: Stage, site: Site, plan: Publication) -> None:
     by_id = {e.id: e for e in site.entries}
     feed_runs = [by_id[s.id] for s in newest_first(site.summaries)[:FEED_RUNS]]
     newest = feed_runs[0].measured_at if feed_runs and feed_runs[0].measured_at else _EPOCH  # newest first: the latest date
-    if not plan.unchanged("feed.xml", digest(site.code, newest.isoformat(), *(e.fingerprint for e in feed_runs))):
+    if not plan.unchanged("feed.xml", digest(site.runs_key(feed_runs), newest.isoformat())):
         stage.write("feed.xml", exports.atom_feed([e.bundle(site.runs) for e in feed_runs], newest))
 
 

@@ -61,13 +61,6 @@ def groups(entries: list[RunEntry], key) -> dict[str, tuple[str, list[RunEntry]]
     return dict(sorted(found.items()))
 
 
-def runs_key(site: Site, entries: list[RunEntry]) -> str:
-    """What an output rendered from these runs depends on: the code and each run's fingerprint (which
-    decides its summary and record), in order. Hashing 10,000 fingerprints is far cheaper than encoding
-    the summaries or joining the records; they are all as long, so joined they cannot run together."""
-    return digest(site.code, "".join([e.fingerprint for e in entries]))
-
-
 def index_figure(site: Site) -> dict[str, str | None]:
     """The index chart and its caption: every cell of every run while there are few runs, else a
     frontier line per GPU type, whose size grows with GPU types, not with runs."""
@@ -88,14 +81,14 @@ def write_chunks(stage: Stage, site: Site, plan: Publication, listed: list[RunEn
     (a rebuild after one run changed writes the one chunk holding it); returns how many there are."""
     chunks = chunked(listed)
     for index, members in enumerate(chunks):
-        if not plan.unchanged(chunk_file(index), runs_key(site, members)):
+        if not plan.unchanged(chunk_file(index), site.runs_key(members)):
             stage.write(chunk_file(index), chunk_script(index, [e.record for e in members]))
     return len(chunks)
 
 
 def write_sort_orders(stage: Stage, site: Site, plan: Publication, listed: list[RunEntry]) -> None:
     """Every column's orders (index_view.sort_scripts), computed only when a run or the listing's order changed."""
-    key = runs_key(site, listed)
+    key = site.runs_key(listed)
     paths = [sort_file(column, direction) for column, _, _ in COLUMNS for direction in DIRECTIONS]
     if all([plan.unchanged(path, key) for path in paths]):  # a list: every order's key is recorded
         return
@@ -108,7 +101,7 @@ def write_group_pages(stage: Stage, site: Site, plan: Publication, kind: str, fi
     """A page per model or GPU (`kind`, its summary `field`), each rendered only when its runs changed."""
     for slug, (name, members) in found.items():
         page = Page(folder_of(slug))
-        if plan.unchanged(page.path, digest(runs_key(site, members), site.context_key, name, str(chunks))):
+        if plan.unchanged(page.path, digest(site.runs_key(members), site.context_key, name, str(chunks))):
             continue
         summaries = [e.summary for e in members]
         write_page(stage, site, "index.html", page,
