@@ -17,7 +17,7 @@ import msgspec
 from runner.bundle.schema import bundle_json_schema
 from sitegen import exports, memo, phases
 from sitegen.cache import code_digest, collector_paused, digest
-from sitegen.capacity import Standing, ranking_chunks, ranking_view
+from sitegen.capacity import Standing, ranking_chunks, ranking_script, ranking_view
 from sitegen.catalog import (
     CACHE_FILE,
     count_files,
@@ -97,7 +97,7 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
                 with phase("downloads"):
                     write_downloads(stage, site, plan)
                 with phase("static"):
-                    copy_static(stage, templates / "static")
+                    copy_static(stage, plan, templates / "static", code)
                 with phase("write cache"):
                     written = new_cache(entries, site.pairs, code, relations, site.context_key)
                     stage.write(CACHE_FILE, msgspec.msgpack.encode(written))
@@ -127,19 +127,20 @@ def runs_folder(content: Path) -> Path:
 
 def write_ranking(stage: Stage, site: Site, plan: Publication) -> None:
     """The ranking page: its first screen of runs by capacity at one context and target, and the data
-    chunks its script ranks every run with (in its folder, so they are reused with it), from each
-    run's records made when its bundle was read (catalog: its standing at the page's own target and
-    its chunk record); rendered again only when a run's figures changed."""
-    key = digest(site.runs_key(site.entries), site.context_key)
-    if plan.unchanged(RANKING.path, key):
-        return
+    chunks its script ranks every run with, from each run's records made when its bundle was read
+    (catalog: its standing at the page's own target and its chunk record). Each chunk is written only
+    when one of its runs changed, the page when any did."""
     by_id = sorted(site.entries, key=lambda e: e.id)
-    chunks = [(f"{RANKING.path}runs-{i}.js", script) for i, script in enumerate(ranking_chunks([e.ranked for e in by_id]))]
-    for path, script in chunks:
-        stage.write(path, script)
+    chunks = []
+    for index, members in enumerate(ranking_chunks(by_id)):
+        chunks.append(path := f"{RANKING.path}runs-{index}.js")
+        if not plan.unchanged(path, site.runs_key(members)):
+            stage.write(path, ranking_script(index, [e.ranked for e in members]))
+    if plan.unchanged(RANKING.path, digest(site.runs_key(site.entries), site.context_key)):
+        return
     standings = msgspec.json.decode(b"[" + b",".join(e.standing for e in by_id) + b"]", type=list[Standing])
     write_page(stage, site, "ranking.html", RANKING, ranking=ranking_view(standings),
-               chunks=" ".join(RANKING.urls.to(path) for path, _ in chunks))
+               chunks=" ".join(RANKING.urls.to(path) for path in chunks))
 
 
 def write_content_pages(stage: Stage, site: Site) -> None:
@@ -177,8 +178,10 @@ def write_feed(stage: Stage, site: Site, plan: Publication) -> None:
         stage.write("feed.xml", exports.atom_feed([e.bundle(site.runs) for e in feed_runs], newest))
 
 
-def copy_static(stage: Stage, static: Path) -> None:
-    """The stylesheet and scripts of the templates folder, plotly.js among them."""
+def copy_static(stage: Stage, plan: Publication, static: Path, code: str) -> None:
+    """The stylesheet and scripts of the templates folder, plotly.js among them; copied only when the
+    templates changed (the code digest covers them)."""
     for source in sorted(static.rglob("*")):
-        if source.is_file():
-            stage.copy("static/" + source.relative_to(static).as_posix(), source)
+        path = "static/" + source.relative_to(static).as_posix()
+        if source.is_file() and not plan.unchanged(path, code):
+            stage.copy(path, source)

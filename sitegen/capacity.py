@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import operator
 from collections import Counter
+from typing import TypeVar
 
 import msgspec
 
@@ -18,6 +19,8 @@ from sitegen.charts import figure_script_json as script_json
 from sitegen.charts import script_safe
 from sitegen.runview import contexts_of, title
 from sitegen.summary import per_gpu
+
+T = TypeVar("T")
 
 SECONDS_PER_HOUR = 3600
 NONE_QUALIFIES = "no cell meets both targets"
@@ -282,11 +285,15 @@ def chunk_record(run: RankedRun) -> bytes:
     return script_safe(msgspec.json.encode(run).decode()).encode()
 
 
-def ranking_chunks(records: list[bytes]) -> list[bytes]:
-    """The scripts capacity.js ranks with, loaded when a reader sets a target: runs' chunk_record records
-    (in the order given: by id), RANKING_CHUNK runs a script."""
-    return [b"window.speedMatrixRanking(%d,[%b]);\n" % (index, b",".join(records[start:start + RANKING_CHUNK]))
-            for index, start in enumerate(range(0, len(records), RANKING_CHUNK))]
+def ranking_chunks(runs: list[T]) -> list[list[T]]:
+    """The runs (in the order given: by id) cut into the ranking's data chunks, RANKING_CHUNK runs each."""
+    return [runs[start:start + RANKING_CHUNK] for start in range(0, len(runs), RANKING_CHUNK)]
+
+
+def ranking_script(index: int, records: list[bytes]) -> bytes:
+    """A data chunk's script, of its runs' chunk_record records: capacity.js ranks with these when a
+    reader sets a target."""
+    return b"window.speedMatrixRanking(%d,[%b]);\n" % (index, b",".join(records))
 
 
 class ChatPick(Pick, frozen=True, kw_only=True, array_like=True):

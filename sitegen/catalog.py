@@ -35,6 +35,7 @@ class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
 
     name: str  # the bundle's file name in content/runs (the cache is published: no absolute paths)
     stamp: tuple[int, int, int]
+    id: str  # the run's id (summary.id), a field of its own: a build looks it up 300,000 times
     title: str
     fingerprint: str
     summary: RunSummary
@@ -46,10 +47,6 @@ class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
     listed_json: bytes = b""  # the run's record in runs.json (exports.run_list_json)
     listed_csv: bytes = b""  # the run's line of runs.csv (exports.run_list_row)
     sort_keys: list[SortKey] = []  # the record's place in each column's order (index_view.sort_keys)
-
-    @property
-    def id(self) -> str:
-        return self.summary.id
 
     @property
     def measured_at(self) -> dt.datetime | None:
@@ -83,6 +80,7 @@ def entry_of(path: Path, stamp: tuple[int, int, int], data: bytes) -> RunEntry:
     return RunEntry(
         name=path.name,
         stamp=stamp,
+        id=summary.id,
         title=ranked.title,
         fingerprint=digest(data),
         summary=summary,

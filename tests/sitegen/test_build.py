@@ -68,9 +68,10 @@ def test_rebuild_after_one_bundle_changes_rerenders_only_that_run(tmp_path: Path
     assert {k: v for k, v in others.items() if k != changed.parent.name} == {
         k: v for k, v in inodes.items() if k != changed.parent.name
     }
-    # its folder, comparison, model and GPU pages, the feed, the ranking, the data chunk holding it,
-    # the 20 sort orders, runs.json and runs.csv (the schema is among those reused)
-    assert "(29 outputs rendered, 6 unchanged and reused)" in report
+    # its folder, comparison, model and GPU pages, the feed, the ranking and its data chunk holding it,
+    # the listings' data chunk holding it, the 20 sort orders, runs.json and runs.csv (the schema and
+    # the static files are among those reused)
+    assert "(30 outputs rendered, 13 unchanged and reused)" in report
     fresh = tmp_path / "fresh"
     build_site(content, fresh)
     assert _tree(fresh) == _tree(out)
@@ -116,7 +117,7 @@ def test_adding_a_run_leaves_the_other_pages_alone(tmp_path: Path) -> None:
     bundle["hardware"]["gpu"] = "RTX 6000"
     (content / "runs" / "newcomer.json").write_text(json.dumps(bundle))
     report = build_site(content, out)
-    assert "(28 outputs rendered, 10 unchanged and reused)" in report  # its folder, model and GPU pages, the feed, the ranking, and the same data
+    assert "(29 outputs rendered, 17 unchanged and reused)" in report  # its folder, model and GPU pages, the feed, the ranking and its chunk, and the same data
     assert "Newcomer-7B" in (out / "index.html").read_text()
 
 

@@ -22,6 +22,7 @@ from sitegen.capacity import (
     ranked_run,
     ranking,
     ranking_chunks,
+    ranking_script,
     ranking_view,
     standing_record,
 )
@@ -199,7 +200,7 @@ def test_ranking_page_without_decode_cells_has_no_view() -> None:
 
 def test_ranking_chunks_of_kept_records_are_the_escaped_list_of_runs() -> None:
     runs = sorted((ranked_run(b) for b in ranking_runs()), key=lambda r: r.id) * 9  # more than one chunk
-    chunks = ranking_chunks([chunk_record(r) for r in runs])
+    chunks = [ranking_script(i, [chunk_record(r) for r in members]) for i, members in enumerate(ranking_chunks(runs))]
     encoded = [msgspec.json.encode(r).decode() for r in runs]
     assert chunks == [
         f"window.speedMatrixRanking({i},[{script_safe(','.join(encoded[start:start + RANKING_CHUNK]))}]);\n".encode()
