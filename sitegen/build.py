@@ -19,25 +19,29 @@ from sitegen import exports, memo, phases
 from sitegen.cache import code_digest, collector_paused, digest
 from sitegen.capacity import Standing, ranking_chunks, ranking_script, ranking_view
 from sitegen.catalog import (
-    CACHE_FILE,
-    count_files,
+    BundleFile,
+    Cache,
+    RunEntry,
+    bundle_files,
     new_cache,
     read_cache,
     related_pairs,
     relations_digest,
     scan,
     steady_runs,
+    write_cache,
 )
+from sitegen.content_pages import load_pages
 from sitegen.context import Site, write_page
 from sitegen.errors import InputError
 from sitegen.index_view import newest_first
 from sitegen.listings import plural, write_listings
-from sitegen.parallel import cpu_count
+from sitegen.parallel import Beside, cpu_count
 from sitegen.phases import phase
 from sitegen.progress import Progress
 from sitegen.render import DEFAULT_TEMPLATES, make_environment
 from sitegen.run_pages import Renderer, plan_pages, render_pages
-from sitegen.staging import Publication, Stage, staged
+from sitegen.staging import Publication, Recorded, Stage, recorded, staged
 from sitegen.urls import RANKING, Page, page_dir
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -50,8 +54,6 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
     Pages are rendered by `jobs` worker processes (default: one per core); `progress`
     shows how far a long build is on a terminal.
     """
-    from sitegen.content_pages import load_pages
-
     started = time.perf_counter()
     progress = progress or Progress()
     templates = templates or DEFAULT_TEMPLATES
@@ -65,43 +67,40 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
         # The stage is taken first: the site before last, kept beside the site, is checked in a forked
         # process while this one reads the runs.
         with staged(out, [content / "runs", content / "pages", templates]) as (stage, plan):
-            progress.start("reading bundles", count_files(runs))
-            with phase("read cache"):
-                cache = read_cache(out, code)
-            with phase("scan bundles"):
-                entries = scan(runs, cache.by_name(), jobs, progress.advance)
+            cache, entries = read_runs(runs, out, code, jobs, progress)
             gc.freeze()  # the run records live to the end: keep the collector (and forked workers' pages) off them
             with phase("pairs and pages"):
                 relations = relations_digest(entries)
                 site = Site(
                     runs=runs,
                     entries=entries,
-                    pages=load_pages(content / "pages") if (content / "pages").is_dir() else [],
+                    pages=load_pages(content / "pages", cache.pages) if (content / "pages").is_dir() else [],
                     pairs=related_pairs(entries, cache, relations),
                     env=make_environment(templates),
                     code=code,
                 )
                 site.steady = steady_runs(entries, cache, relations, site.context_key)
-            with phase("plan pages (keys)"):
-                tasks = plan_pages(site, plan)
-            progress.start("rendering pages", len(tasks))
-            with phase("render pages"):
-                render_pages(stage, Renderer(site, stage), tasks, jobs, progress)
-            with collector_paused():  # the site-wide pages decode and sort every run's record: many objects, no cycles
-                with phase("listings"):
-                    write_listings(stage, site, plan)
-                with phase("ranking"):
-                    write_ranking(stage, site, plan)
-                with phase("content pages"):
-                    write_content_pages(stage, site)
-                with phase("downloads"):
-                    write_downloads(stage, site, plan)
-                with phase("static"):
-                    copy_static(stage, plan, templates / "static", code)
-                with phase("write cache"):
-                    written = new_cache(entries, site.pairs, code, relations, site.context_key)
-                    stage.write(CACHE_FILE, msgspec.msgpack.encode(written))
-        memo.remember(out / CACHE_FILE, written)
+            with listings_beside(stage, site, plan, jobs) as listings:  # stopped if the build fails first
+                with phase("plan pages (keys)"):
+                    tasks = plan_pages(site, plan)
+                progress.start("rendering pages", len(tasks))
+                with phase("render pages"):
+                    render_pages(stage, Renderer(site, stage), tasks, jobs, progress)
+                with collector_paused():  # the site-wide pages decode and sort every run's record: many objects, no cycles
+                    with phase("ranking"):
+                        write_ranking(stage, site, plan)
+                    with phase("content pages"):
+                        write_content_pages(stage, site)
+                    with phase("downloads"):
+                        write_downloads(stage, site, plan)
+                    with phase("static"):
+                        copy_static(stage, plan, templates / "static", code)
+                    with phase("write cache"):
+                        cached = write_cache(stage, plan, new_cache(entries, site.pairs, code, relations, site.context_key, site.pages), cache.unreadable)
+                    with phase("listings (waited for)"):
+                        plan.add(stage, listings_written(listings))
+        for path, value in cached.items():
+            memo.remember(out / path, value)
     finally:
         gc.unfreeze()  # (nothing was frozen when the build failed before its runs were read)
         progress.close()
@@ -112,6 +111,42 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
         f"built {plural(len(entries), 'run')} and {plural(len(site.pairs), 'comparison')} into {out}/ in {seconds:.2f} s "
         f"({rendered} outputs rendered, {plan.reused} unchanged and reused)"
     )
+
+
+def read_runs(runs: Path, out: Path, code: str, jobs: int, progress: Progress) -> tuple[Cache, list[RunEntry]]:
+    """The previous build's cache, and a record per bundle file decoded only for files not in it. The
+    files are listed and stat-ed in a forked process while the cache is read; the collector is held
+    off, as reading makes 10,000s of objects and no cycles (one collection over the cache was 80 ms)."""
+    with collector_paused(), Beside(lambda: msgspec.msgpack.encode(bundle_files(runs)), fork=jobs > 1) as listed:
+        with phase("read cache"):
+            cache = read_cache(out, code)
+        with phase("bundle files (waited for)"):
+            files = msgspec.msgpack.decode(listed.result(), type=list[BundleFile])
+        with phase("scan bundles"):
+            progress.start("reading bundles", len(files))
+            return cache, scan(runs, cache.by_name(), jobs, progress.advance, files)
+
+
+def listings_beside(stage: Stage, site: Site, plan: Publication, jobs: int) -> Beside:
+    """The listings (the costliest site-wide pages: they sort every run by each column) written in a
+    forked process while this one plans and renders the other pages; what they wrote and keyed comes
+    back as msgpack, with their phases, for this process to record. In this process with one job."""
+
+    def listings() -> bytes:
+        since = phases.mark()
+        with collector_paused(), phase("listings"):
+            done = recorded(stage, plan, lambda: write_listings(stage, site, plan))
+        return msgspec.msgpack.encode((done, phases.taken(since)))
+
+    stage.kept  # the kept stage's check is settled here, not in the forked process
+    return Beside(listings, fork=jobs > 1)
+
+
+def listings_written(listings: Beside) -> Recorded:
+    """What the listings process wrote and keyed, once it is done; its phases join this process's."""
+    done, times = msgspec.msgpack.decode(listings.result(), type=tuple[Recorded, list[tuple[str, float, float]]])
+    phases.add(times, "beside")
+    return done
 
 
 def runs_folder(content: Path) -> Path:

@@ -2,16 +2,21 @@
 
 A site of 10,000 runs cannot hold every bundle in memory, nor decode every bundle again
 when one of them changed. So a build scans content/runs into one `RunEntry` per file
-(what the listings, the comparison choice and the index chart need: a few hundred bytes),
-and keeps them in the site's `.build-cache` keyed by each file's size, mtime and inode:
-the next build decodes only the files that changed. Pages are rendered from the bundle
-files again, one at a time, by the render workers.
+(what the listings, the comparison choice and the index chart need: a few KB), and keeps
+them in the site's `.build-runs/` keyed by each file's size, mtime and inode: the next
+build decodes only the files that changed. Pages are rendered from the bundle files
+again, one at a time, by the render workers.
+
+The records are kept in CACHE_SHARDS files by a hash of their file names, each written only
+when one of its runs changed: a rebuild after one bundle writes 200 KB, not the 47 MB of
+all 10,000 records (writing fresh pages of a file costs the kernel 4 ms a MB here).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,13 +26,18 @@ from runner.bundle.schema import Bundle
 from sitegen import charts, compare, exports, memo
 from sitegen.cache import collector_paused, digest
 from sitegen.capacity import chunk_record, ranked_run, standing_record
+from sitegen.content_pages import ContentPage, Rendered
 from sitegen.errors import InputError, InputErrors
 from sitegen.index_view import SortKey, run_record, sort_keys
 from sitegen.loader import decode_bundle_file, load_bundle, read_input
 from sitegen.parallel import fork_map
+from sitegen.staging import Publication, Stage
 from sitegen.summary import RunSummary, summarize
 
-CACHE_FILE = ".build-cache"
+CACHE_DIR = ".build-runs/"
+CACHE_HEAD = CACHE_DIR + "head"  # the code, pairs digest and page context the records were made with
+CACHE_PAIRS = CACHE_DIR + "pairs"
+CACHE_SHARDS = 256  # record files: at 10,000 runs about 40 records (190 KB) each
 
 
 class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -65,9 +75,20 @@ class Cache(msgspec.Struct):
     relations: str = ""
     pairs: list[tuple[str, str, str]] = []
     context: str = ""  # the shared page context the build keyed its pages with (Site.context_key)
+    unreadable: list[str] = []  # the cache files (site paths) that were there but could not be read
+    pages: Rendered = {}  # the content pages' title and html by the hash of their text
 
     def by_name(self) -> dict[str, RunEntry]:
         return {e.name: e for e in self.entries}
+
+
+class CacheHead(msgspec.Struct, array_like=True):
+    """The cache's file of what its records and pairs were made with."""
+
+    code: str
+    relations: str
+    context: str
+    pages: Rendered
 
 
 def entry_of(path: Path, stamp: tuple[int, int, int], data: bytes) -> RunEntry:
@@ -100,17 +121,68 @@ def stamp_of(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def read_cache(out: Path, code: str) -> Cache:
-    """The previous build's cache (as this process remembers it, while the file is the one it wrote);
-    an empty one when missing, unreadable or from other code."""
-    cache = memo.recall(out / CACHE_FILE)
-    if not isinstance(cache, Cache):
+def _shard(name: str) -> str:
+    """The cache file keeping the record of the bundle file `name`."""
+    return f"{CACHE_DIR}runs-{zlib.crc32(name.encode()) % CACHE_SHARDS}"
+
+
+def _recalled(path: Path, kind: type, unreadable: list[str]) -> object | None:
+    """A cache file's value, as this process remembers writing it, else decoded; None when missing or
+    unreadable (then listed in `unreadable`, by site path)."""
+    value = memo.recall(path)
+    if value is None:
         try:
-            with collector_paused():
-                cache = msgspec.msgpack.decode((out / CACHE_FILE).read_bytes(), type=Cache)
+            value = msgspec.msgpack.decode(path.read_bytes(), type=kind)
+        except FileNotFoundError:
+            return None
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-            return Cache(code, [])
-    return cache if cache.code == code else Cache(code, [])
+            unreadable.append(f"{CACHE_DIR}{path.name}")
+            return None
+    return value
+
+
+def read_cache(out: Path, code: str) -> Cache:
+    """The previous build's cache; an empty one when missing or from other code. A record file that is
+    missing or unreadable loses only its runs' records (they are read from their bundles again),
+    the pairs file only the pairs (they are chosen again)."""
+    unreadable: list[str] = []
+    head = _recalled(out / CACHE_HEAD, CacheHead, unreadable)
+    if not isinstance(head, CacheHead) or head.code != code:
+        return Cache(code, [], unreadable=unreadable)
+    try:
+        names = sorted(name for name in os.listdir(out / CACHE_DIR) if name.startswith("runs-"))
+    except OSError:
+        names = []
+    entries: list[RunEntry] = []
+    with collector_paused():
+        for name in names:
+            shard = _recalled(out / CACHE_DIR / name, list[RunEntry], unreadable)
+            entries += shard if isinstance(shard, list) else []
+        pairs = _recalled(out / CACHE_PAIRS, list[tuple[str, str, str]], unreadable)
+    if not isinstance(pairs, list):
+        return Cache(code, entries, context=head.context, unreadable=unreadable, pages=head.pages)
+    return Cache(code, entries, head.relations, pairs, head.context, unreadable, head.pages)
+
+
+def write_cache(stage: Stage, plan: Publication, cache: Cache, unreadable: list[str]) -> dict[str, object]:
+    """Write the cache for the next build: each record file only when one of its runs changed (by file
+    name, stamp and fingerprint), the pairs when the runs' relations did, and the files this build
+    found `unreadable` whatever their keys say. Returns each cache file's value by site path, for the
+    process to remember once the site is published."""
+    for path in unreadable:
+        plan.forget(path)
+    shards: dict[str, list[RunEntry]] = {}
+    for entry in cache.entries:
+        shards.setdefault(_shard(entry.name), []).append(entry)
+    files: dict[str, object] = {CACHE_HEAD: CacheHead(cache.code, cache.relations, cache.context, cache.pages), CACHE_PAIRS: cache.pairs}
+    stage.write(CACHE_HEAD, msgspec.msgpack.encode(files[CACHE_HEAD]))
+    if not plan.unchanged(CACHE_PAIRS, digest(cache.code, cache.relations)):
+        stage.write(CACHE_PAIRS, msgspec.msgpack.encode(cache.pairs))
+    for path, members in sorted(shards.items()):
+        files[path] = members
+        if not plan.unchanged(path, digest(cache.code, msgspec.msgpack.encode([(e.name, e.stamp, e.fingerprint) for e in members]))):
+            stage.write(path, msgspec.msgpack.encode(members))
+    return files
 
 
 def relations_digest(entries: list[RunEntry]) -> str:
@@ -137,9 +209,11 @@ def steady_runs(entries: list[RunEntry], cache: Cache, relations: str, context: 
     return frozenset(e.id for e in entries if before.get(e.id) == e.fingerprint)
 
 
-def new_cache(entries: list[RunEntry], pairs: list[tuple[RunEntry, RunEntry, str]], code: str, relations: str, context: str) -> Cache:
-    """This build's entries and pairs, for the next build's read_cache."""
-    return Cache(code, entries, relations, [(a.id, b.id, why) for a, b, why in pairs], context)
+def new_cache(entries: list[RunEntry], pairs: list[tuple[RunEntry, RunEntry, str]], code: str, relations: str, context: str,
+              pages: list[ContentPage]) -> Cache:
+    """This build's entries, pairs and rendered pages, for the next build's read_cache."""
+    return Cache(code, entries, relations, [(a.id, b.id, why) for a, b, why in pairs], context,
+                 pages={page.text: (page.title, page.html) for page in pages})
 
 
 SCAN_CHUNK = 32  # bundles a worker decodes at a time
@@ -157,25 +231,39 @@ def _read_entry(item: tuple[Path, tuple[int, int, int]]) -> bytes | tuple[str, s
         return (exc.path, exc.where, exc.message)
 
 
-def scan(folder: Path, cached: dict[str, RunEntry], jobs: int = 1, tick: Callable[[], None] = lambda: None) -> list[RunEntry]:
-    """An entry per `*.json` in folder, sorted by file name, decoding only files not in the cache
-    (across `jobs` forked workers when there are many). Files are listed and sorted by name, not as
-    Paths: sorting 10,000 Paths and stat-ing them through Path cost most of a rebuild's scan.
+BundleFile = tuple[str, tuple[int, int, int] | str]  # a bundle file's name, and its stamp or why it cannot be read
+
+
+def bundle_files(folder: Path) -> list[BundleFile]:
+    """Each `*.json` in folder (not hidden), in name order, with its stamp (a build lists them in a
+    forked process while it reads its cache: 10,000 stats take 90 ms). Files are listed and sorted by
+    name, not as Paths: sorting 10,000 Paths and stat-ing them through Path cost most of a rebuild's scan."""
+    with os.scandir(folder) as listing:
+        files = sorted((f for f in listing if f.name.endswith(".json") and not f.name.startswith(".")), key=lambda f: f.name)
+    found: list[BundleFile] = []
+    for file in files:
+        try:
+            found.append((file.name, stamp_of(file.stat())))
+        except OSError as exc:
+            found.append((file.name, f"cannot read: {exc.strerror}"))
+    return found
+
+
+def scan(folder: Path, cached: dict[str, RunEntry], jobs: int = 1, tick: Callable[[], None] = lambda: None,
+         files: list[BundleFile] | None = None) -> list[RunEntry]:
+    """An entry per bundle file of folder (`files`, as bundle_files lists them; listed here when not
+    given), decoding only files not in the cache (across `jobs` forked workers when there are many).
 
     Every file's error is collected before failing, and an id used twice names both files.
     """
     errors: list[InputError] = []
     found: list[RunEntry | InputError | tuple[Path, tuple[int, int, int]]] = []
-    with os.scandir(folder) as listing:
-        files = sorted((f for f in listing if f.name.endswith(".json") and not f.name.startswith(".")), key=lambda f: f.name)
-    for file in files:
-        try:
-            stamp = stamp_of(file.stat())
-        except OSError as exc:
-            found.append(InputError(folder / file.name, None, f"cannot read: {exc.strerror}"))
+    for name, stamp in bundle_files(folder) if files is None else files:
+        if isinstance(stamp, str):
+            found.append(InputError(folder / name, None, stamp))
             continue
-        entry = cached.get(file.name)
-        found.append(entry if entry is not None and entry.stamp == stamp else (folder / file.name, stamp))
+        entry = cached.get(name)
+        found.append(entry if entry is not None and entry.stamp == stamp else (folder / name, stamp))
     unread = [item for item in found if isinstance(item, tuple)]
     decoded = fork_map(_read_entry, unread, jobs, SCAN_CHUNK)
     entries: list[RunEntry] = []
@@ -200,8 +288,3 @@ def scan(folder: Path, cached: dict[str, RunEntry], jobs: int = 1, tick: Callabl
     if errors:
         raise InputErrors(errors)
     return entries
-
-
-def count_files(folder: Path) -> int:
-    """How many bundle files a scan will visit (for the progress display)."""
-    return sum(1 for name in os.listdir(folder) if name.endswith(".json") and not name.startswith("."))

@@ -1,16 +1,26 @@
-"""Markdown pages from content/pages/*.md, rendered safely: raw HTML is escaped, never passed through."""
+"""Markdown pages from content/pages/*.md, rendered safely: raw HTML is escaped, never passed through.
+
+A page rendered by the previous build (the same text, kept in its cache) is not rendered again, and
+markdown-it is imported only when one is: a rebuild after a bundle changed spends no 60 ms on it.
+"""
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
 
+from sitegen.cache import digest
 from sitegen.errors import InputError, raise_if_any
 from sitegen.slug import slugify
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 # Top-level folders of the built site a page slug must not take over.
 RESERVED_SLUGS = frozenset({"runs", "models", "gpus", "compare", "static", "schema"})
@@ -24,10 +34,16 @@ class ContentPage(msgspec.Struct, frozen=True):
     title: str
     html: str
     source: Path
+    text: str = ""  # a hash of the page file's bytes: what its title and html are rendered from
+
+
+Rendered = dict[str, tuple[str, str]]  # pages' (title, html) by the hash of their text, as a build cache keeps them
 
 
 def markdown() -> MarkdownIt:
     """CommonMark plus tables, with raw HTML off so markdown can never inject markup."""
+    from markdown_it import MarkdownIt
+
     return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
 
 
@@ -74,21 +90,26 @@ def render_page(path: Path, text: str, md: MarkdownIt) -> tuple[str, str]:
     raise InputError(path, "line 1", "a page needs a '# Title' heading")
 
 
-def load_page(path: Path, slug: str, md: MarkdownIt) -> ContentPage:
-    """Read and render one page file."""
+def load_page(path: Path, slug: str, md: Callable[[], MarkdownIt], rendered: Rendered) -> ContentPage:
+    """Read one page file, and render it unless `rendered` has its text's title and html."""
     from sitegen.loader import read_input
 
-    try:
-        text = read_input(path).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, None, f"cannot read as UTF-8 text: {exc}") from None
-    title, html = render_page(path, text, md)
-    return ContentPage(slug=slug, title=title, html=html, source=path)
+    data = read_input(path)
+    text = digest(data)
+    if text not in rendered:
+        try:
+            rendered[text] = render_page(path, data.decode("utf-8"), md())
+        except UnicodeDecodeError as exc:
+            raise InputError(path, None, f"cannot read as UTF-8 text: {exc}") from None
+    title, html = rendered[text]
+    return ContentPage(slug=slug, title=title, html=html, source=path, text=text)
 
 
-def load_pages(folder: Path) -> list[ContentPage]:
-    """Every page in folder ('_'-prefixed and hidden files skipped), ordered by leading number, then name; all errors at once."""
-    md = markdown()
+def load_pages(folder: Path, rendered: Rendered | None = None) -> list[ContentPage]:
+    """Every page in folder ('_'-prefixed and hidden files skipped), ordered by leading number, then name;
+    all errors at once. Pages whose text is in `rendered` (the previous build's) are not rendered again."""
+    rendered = dict(rendered or {})
+    md = functools.cache(markdown)
     errors: list[InputError] = []
     named: list[tuple[int, str, Path]] = []
     for path in folder.glob("*.md"):
@@ -106,7 +127,7 @@ def load_pages(folder: Path) -> list[ContentPage]:
             continue
         seen[slug] = path
         try:
-            pages.append(load_page(path, slug, md))
+            pages.append(load_page(path, slug, md, rendered))
         except InputError as exc:
             errors.append(exc)
     raise_if_any(errors)

@@ -1,14 +1,17 @@
-"""Work spread over forked processes, one per core.
+"""Work spread over forked processes: a pool of workers, one per core, or one call beside the build.
 
-Forked workers inherit the parent's memory (the run records, the templates, the renderer), so
+Forked processes inherit the parent's memory (the run records, the templates, the renderer), so
 only each task's small arguments and results travel between processes. Below PARALLEL_MIN
 tasks, or where fork is not available, the work stays in this process: starting workers costs more.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import pickle
+import signal
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
@@ -44,3 +47,72 @@ def fork_map(function: Callable[[T], R], items: list[T], jobs: int, chunksize: i
             yield from results
     finally:
         _FUNCTION = None
+
+
+class Beside:
+    """`function()` run in a forked process while this one goes on; `result()` waits for the bytes it
+    returns, or raises again what it raised. Runs in this process without `fork`, or where fork is not available."""
+
+    def __init__(self, function: Callable[[], bytes], fork: bool = True) -> None:
+        self.pid = 0
+        if not fork or not hasattr(os, "fork"):
+            self._outcome = _outcome(function)
+            return
+        self._reader, writer = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the call: it answers through the pipe and ends without the parent's clean-up
+            try:
+                os.close(self._reader)
+                done, value = _outcome(function)
+                with open(writer, "wb") as pipe:
+                    pipe.write(b"+" + value if done else b"!" + _pickled(value))
+            finally:
+                os._exit(0)
+        os.close(writer)
+
+    def result(self) -> bytes:
+        """What the call returned; what it raised is raised here."""
+        if self.pid:
+            with open(self._reader, "rb") as pipe:
+                data = pipe.read()
+            os.waitpid(self.pid, 0)
+            self.pid = 0
+            if data[:1] == b"+":
+                self._outcome = (True, data[1:])
+            else:
+                self._outcome = (False, pickle.loads(data[1:]) if data else RuntimeError("a forked process ended without its result"))
+        done, value = self._outcome
+        if not done:
+            raise value  # type: ignore[misc]
+        return value  # type: ignore[return-value]
+
+    def __enter__(self) -> Beside:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """End the call if it still runs (the build failed before it needed the result)."""
+        if self.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            os.close(self._reader)
+            self.pid = 0
+
+
+def _outcome(function: Callable[[], bytes]) -> tuple[bool, object]:
+    """(True, what function() returned) or (False, the exception it raised)."""
+    try:
+        return True, function()
+    except BaseException as exc:  # noqa: BLE001  (raised again in the parent, whatever it is)
+        return False, exc
+
+
+def _pickled(exc: object) -> bytes:
+    """The exception as pickle, or a RuntimeError naming it where it cannot be pickled."""
+    try:
+        return pickle.dumps(exc)
+    except Exception:  # noqa: BLE001
+        return pickle.dumps(RuntimeError(repr(exc)))

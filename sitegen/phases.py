@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 ENABLED = bool(os.environ.get("SITEGEN_PHASES"))
 _TIMES: list[tuple[str, float, float]] = []
+_BESIDE: list[tuple[str, float, float]] = []  # timed in other processes, alongside: not in this process's total
 
 
 @contextmanager
@@ -29,11 +30,28 @@ def phase(name: str) -> Iterator[None]:
         _TIMES.append((name, time.perf_counter() - wall, time.process_time() - cpu))
 
 
+def mark() -> int:
+    """Where the phases timed so far end, for `taken`."""
+    return len(_TIMES)
+
+
+def taken(since: int) -> list[tuple[str, float, float]]:
+    """The phases timed since the mark, forgotten here (a forked process hands them to its parent)."""
+    times = _TIMES[since:]
+    del _TIMES[since:]
+    return times
+
+
+def add(times: list[tuple[str, float, float]], where: str) -> None:
+    """Phases timed in another process (`where`), to report after this one's."""
+    _BESIDE.extend((f"{name} ({where})", wall, cpu) for name, wall, cpu in times)
+
+
 def report() -> None:
     """Print the phases timed so far, one line each, and forget them."""
     if not ENABLED:
         return
-    for name, wall, cpu in _TIMES:
+    for name, wall, cpu in _TIMES + [("total", sum(t[1] for t in _TIMES), sum(t[2] for t in _TIMES))] + _BESIDE:
         print(f"phase {name:<22}{wall * 1000:9.1f} ms wall {cpu * 1000:9.1f} ms CPU", file=sys.stderr)
-    print(f"phase {'total':<22}{sum(t[1] for t in _TIMES) * 1000:9.1f} ms wall {sum(t[2] for t in _TIMES) * 1000:9.1f} ms CPU", file=sys.stderr)
     _TIMES.clear()
+    _BESIDE.clear()

@@ -21,10 +21,10 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import functools
 import itertools
 import os
 import shutil
-import signal
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
@@ -36,6 +36,7 @@ import msgspec
 from sitegen import memo
 from sitegen.cache import collector_paused
 from sitegen.errors import InputError
+from sitegen.parallel import Beside
 from sitegen.phases import phase
 
 MANIFEST = ".build-manifest"  # msgpack: each output's key and files
@@ -178,6 +179,10 @@ class Publication:
                 again.add(output)
         return again
 
+    def forget(self, output: str) -> None:
+        """Drop what the previous build published as `output` (found broken): it is made again, whatever its key."""
+        self.old.pop(output, None)
+
     def unchanged(self, output: str, key: str) -> bool:
         """Record an output's key; True when the published one is current and whole, so it need not be rendered.
 
@@ -205,6 +210,12 @@ class Publication:
         except OSError:
             return False
         return stat.S_ISREG(found.st_mode) and found.st_ino == self.published[relative]
+
+    def add(self, stage: Stage, part: Recorded) -> None:
+        """Take into the build's records what a part of it wrote and keyed apart (`recorded`)."""
+        stage.written.update(part.written)
+        self.keys.update(part.keys)
+        self.rendered.update(part.rendered)
 
     @property
     def reused(self) -> int:
@@ -238,6 +249,26 @@ class Publication:
         manifest = _ManifestFile(_MANIFEST_VERSION, dict(sorted(outputs.items())))
         stage.write(MANIFEST, msgspec.msgpack.encode(manifest))
         self.outputs = manifest.outputs
+
+
+class Recorded(msgspec.Struct, array_like=True):
+    """What a part of a build wrote and keyed, kept apart from the build's records: a forked process
+    hands it back so (`recorded`, then `Publication.add`)."""
+
+    written: dict[str, int]
+    keys: dict[str, str]
+    rendered: list[str]
+
+
+def recorded(stage: Stage, plan: Publication, work: Callable[[], None]) -> Recorded:
+    """Run `work` and return what it wrote into the stage and keyed in the plan, leaving the build's own records as they were."""
+    saved = stage.written, plan.keys, plan.rendered
+    stage.written, plan.keys, plan.rendered = {}, {}, set()
+    try:
+        work()
+        return Recorded(stage.written, plan.keys, sorted(plan.rendered))
+    finally:
+        stage.written, plan.keys, plan.rendered = saved
 
 
 def check_output(out: Path, sources: list[Path]) -> None:
@@ -280,7 +311,7 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
         nonlocal tmp, stage_lock, adopted
         assert check is not None and tmp is not None and stage_lock is not None
         with phase("stage: check (waited for)"):
-            kept = check.result()
+            kept = msgspec.msgpack.decode(check.result(), type=dict[str, int] | None)
         if kept is None:
             shutil.rmtree(tmp, ignore_errors=True)
             os.close(stage_lock)
@@ -300,7 +331,7 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
             if held is not None:  # the lock moved with the kept stage's folder
                 os.close(stage_lock)
                 stage_lock, adopted = held, True
-                check = _Check(tmp, publication.published)
+                check = Beside(functools.partial(_checked, tmp, publication.published))
         stage = publication.stage = Stage(tmp, settle if check else None)
         yield stage, publication
         with phase("stage: link, manifest"):
@@ -323,55 +354,12 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
             os.close(stage_lock)
 
 
-class _Check:
-    """A kept stage's check (`_verified`) in a forked process; in this one where fork is not available."""
-
-    def __init__(self, root: Path, published: dict[str, int]) -> None:
-        self.pid = 0
-        self.found: dict[str, int] | None = None
-        if not hasattr(os, "fork"):
-            self.found = _checked(root, published)
-            return
-        self.reader, writer = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:  # the check: it answers through the pipe and ends without the parent's clean-up
-            status = 1
-            try:
-                os.close(self.reader)
-                found = _checked(root, published)
-                with open(writer, "wb") as pipe:
-                    pipe.write(msgspec.msgpack.encode(found))
-                status = 0 if found is not None else 1
-            finally:
-                os._exit(status)
-        os.close(writer)
-
-    def result(self) -> dict[str, int] | None:
-        """The files kept, by inode; None when the stage could not be checked."""
-        if self.pid:
-            with open(self.reader, "rb") as pipe:
-                data = pipe.read()
-            status = os.waitpid(self.pid, 0)[1]
-            self.pid = 0
-            self.found = msgspec.msgpack.decode(data, type=dict[str, int]) if status == 0 else None
-        return self.found
-
-    def stop(self) -> None:
-        """End the check if it still runs (the build failed before it needed it)."""
-        if self.pid:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-            os.close(self.reader)
-            self.pid = 0
-
-
-def _checked(root: Path, published: dict[str, int]) -> dict[str, int] | None:
-    """`_verified`, or None where the stage cannot be checked (an entry that cannot be read or removed)."""
+def _checked(root: Path, published: dict[str, int]) -> bytes:
+    """`_verified` as msgpack, or nil where the stage cannot be checked (an entry that cannot be read or removed)."""
     try:
-        return _verified(root, published)
+        return msgspec.msgpack.encode(_verified(root, published))
     except OSError:
-        return None
+        return msgspec.msgpack.encode(None)
 
 
 def _kept_stage(out: Path) -> Path:

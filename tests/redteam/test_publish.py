@@ -18,6 +18,7 @@ import pytest
 import sitegen.staging
 from sitegen.build import build_site
 from sitegen.errors import InputError
+from sitegen.render import DEFAULT_TEMPLATES
 from tests.builders import ROOT, tree_digest
 
 
@@ -31,6 +32,16 @@ def _change(content: Path) -> None:
     """An edit that changes every page: the navigation shows page titles."""
     page = content / "pages" / "20-methodology.md"
     page.write_text(page.read_text().replace("# ", "# Changed ", 1))
+
+
+def _restyled(tmp_path: Path) -> Path:
+    """A copy of the templates with another stylesheet: a build with it writes every file again, the
+    static files (plotly.js, 1.2 MB) among them."""
+    templates = tmp_path / "templates"
+    shutil.copytree(DEFAULT_TEMPLATES, templates)
+    with (templates / "static" / "style.css").open("a") as style:
+        style.write("\nbody { letter-spacing: 0.01em; }\n")
+    return templates
 
 
 def _leftovers(tmp_path: Path) -> list[str]:
@@ -174,13 +185,13 @@ def test_a_full_disk_during_a_build_is_one_line_and_keeps_the_old_site(tmp_path:
         out = root / "site"
         build_site(content, out)
         old = tree_digest(out)
-        _change(content)
+        templates = _restyled(tmp_path)
         if disk == "patched":
             def full(self: sitegen.staging.Stage, relative: str, source: Path) -> None:
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path(relative)))
             monkeypatch.setattr(sitegen.staging.Stage, "copy", full)
         with pytest.raises(InputError) as failed:
-            build_site(content, out)
+            build_site(content, out, templates)
         assert "cannot write the site: No space left on device" in failed.value.line()
         assert tree_digest(out) == old and sorted(p.name for p in root.iterdir()) == ["site"]
     finally:

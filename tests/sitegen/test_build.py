@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
+import os
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
+import sitegen.build
 from runner.bundle.schema import decode_bundle
 from sitegen.build import build_site
-from tests.builders import ROOT
+from sitegen.errors import InputError
+from tests.builders import ROOT, built_copy, same_as_fresh, tree_digest
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
@@ -69,9 +75,9 @@ def test_rebuild_after_one_bundle_changes_rerenders_only_that_run(tmp_path: Path
         k: v for k, v in inodes.items() if k != changed.parent.name
     }
     # its folder, comparison, model and GPU pages, the feed, the ranking and its data chunk holding it,
-    # the listings' data chunk holding it, the 20 sort orders, runs.json and runs.csv (the schema and
-    # the static files are among those reused)
-    assert "(30 outputs rendered, 13 unchanged and reused)" in report
+    # the listings' data chunk holding it, the 20 sort orders, runs.json, runs.csv and its record in
+    # the build cache (the schema, the static files, the pairs and the other runs' records are reused)
+    assert "(31 outputs rendered, 16 unchanged and reused)" in report
     fresh = tmp_path / "fresh"
     build_site(content, fresh)
     assert _tree(fresh) == _tree(out)
@@ -117,7 +123,8 @@ def test_adding_a_run_leaves_the_other_pages_alone(tmp_path: Path) -> None:
     bundle["hardware"]["gpu"] = "RTX 6000"
     (content / "runs" / "newcomer.json").write_text(json.dumps(bundle))
     report = build_site(content, out)
-    assert "(29 outputs rendered, 17 unchanged and reused)" in report  # its folder, model and GPU pages, the feed, the ranking and its chunk, and the same data
+    # its folder, model and GPU pages, the feed, the ranking and its chunk, the same data, and its record and the pairs in the cache
+    assert "(31 outputs rendered, 20 unchanged and reused)" in report
     assert "Newcomer-7B" in (out / "index.html").read_text()
 
 
@@ -144,3 +151,31 @@ def test_comparison_of_runs_that_share_no_cell_says_so(tmp_path: Path) -> None:
     pages = [p for p in (tmp_path / "site" / "compare").glob("*.html") if "mimo-on-b200" in p.name]
     assert len(pages) == 1
     assert "No cell has a value in both runs" in pages[0].read_text()
+
+
+def test_the_listings_are_written_in_another_process_and_what_it_raises_fails_the_build(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    content, out = built_copy(tmp_path)
+    written_by = tmp_path / "written-by"
+    real = sitegen.build.write_listings
+
+    def listings(*args: object) -> None:
+        written_by.write_text(str(os.getpid()))
+        real(*args)
+
+    monkeypatch.setattr(sitegen.build, "write_listings", listings)
+    path = content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
+    path.write_text(path.read_text().replace('"model": "', '"model": "Renamed ', 1))
+    build_site(content, out, jobs=2)
+    assert int(written_by.read_text()) != os.getpid() and "Renamed MiMo" in (out / "index.html").read_text()
+    assert same_as_fresh(content, out)
+    old = tree_digest(out)
+
+    def full(*args: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out / "index.html"))
+
+    monkeypatch.setattr(sitegen.build, "write_listings", full)
+    path.write_text(path.read_text().replace("Renamed ", "Renamed again ", 1))
+    with pytest.raises(InputError) as failed:
+        build_site(content, out, jobs=2)
+    assert "cannot write the site: No space left on device" in failed.value.line() and tree_digest(out) == old

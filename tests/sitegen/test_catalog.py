@@ -11,7 +11,7 @@ import pytest
 from sitegen import catalog, parallel, run_pages
 from sitegen.build import build_site
 from sitegen.errors import InputErrors
-from tests.builders import ROOT
+from tests.builders import ROOT, same_as_fresh
 
 
 def _content(tmp_path: Path) -> Path:
@@ -35,15 +35,44 @@ def test_a_rebuild_decodes_only_the_bundle_that_changed(tmp_path: Path, monkeypa
     assert "MiMo-Renamed" in (out / "index.html").read_text()
 
 
-def test_a_cache_from_other_code_or_broken_is_ignored(tmp_path: Path) -> None:
+def _decoded_in_build(content: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Build, and return the names of the bundle files the build decoded."""
+    decoded: list[str] = []
+    real = catalog.entry_of
+    monkeypatch.setattr(catalog, "entry_of", lambda p, stamp, bundle: decoded.append(p.name) or real(p, stamp, bundle))
+    build_site(content, out)
+    monkeypatch.undo()
+    return decoded
+
+
+def test_a_cache_from_other_code_or_broken_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     content, out = _content(tmp_path), tmp_path / "site"
     build_site(content, out)
     assert len(catalog.read_cache(out, "other code").entries) == 0
-    (out / catalog.CACHE_FILE).write_bytes(b"\x00not msgpack")
+    shard = next((out / catalog.CACHE_DIR).glob("runs-*"))
+    # a record file loses its run's record, the pairs file the pairs, the head every record
+    for broken, runs in ((shard, 1), (out / catalog.CACHE_PAIRS, 0), (out / catalog.CACHE_HEAD, 3)):
+        broken.unlink()  # a published file is a hard link of the kept stage's: replaced, not written through
+        broken.write_bytes(b"\x00not msgpack")
+        assert len(_decoded_in_build(content, out, monkeypatch)) == runs
+        assert same_as_fresh(content, out)
+
+
+def test_a_rebuild_writes_only_the_record_file_of_the_run_that_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    content, out = _content(tmp_path), tmp_path / "site"
     build_site(content, out)
-    fresh = tmp_path / "fresh"
-    build_site(content, fresh)
-    assert (out / "index.html").read_bytes() == (fresh / "index.html").read_bytes()
+    files = lambda: {p.name: p.stat().st_ino for p in (out / catalog.CACHE_DIR).iterdir()}  # noqa: E731
+    before = files()
+    assert len(before) == 2 + 3  # the head, the pairs and one record file a run (of 256: three runs meet in none)
+    path = content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
+    bundle = json.loads(path.read_text())
+    bundle["decode"][0]["total_tok_s"] = 999.9  # measured again: the pairs stay
+    path.write_text(json.dumps(bundle))
+    assert _decoded_in_build(content, out, monkeypatch) == [path.name]
+    after = files()
+    assert {name for name in after if before.get(name) != after[name]} == {"head", catalog._shard(path.name).rpartition("/")[2]}
+    assert _decoded_in_build(content, out, monkeypatch) == []
+    assert same_as_fresh(content, out)
 
 
 def test_every_bad_file_and_a_reused_id_are_reported_even_from_the_cache(tmp_path: Path) -> None:

@@ -1,15 +1,19 @@
-"""Markdown pages: order, slugs, titles, and hostile markdown that must come out inert."""
+"""Markdown pages: order, slugs, titles, hostile markdown that must come out inert, and rebuilds that
+render only the pages whose text changed."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
+from sitegen import content_pages
+from sitegen.build import build_site
 from sitegen.content_pages import load_pages
 from sitegen.errors import InputError, InputErrors
-from tests.builders import ROOT
+from tests.builders import ROOT, built_copy, same_as_fresh
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -114,3 +118,21 @@ def test_committed_pages_load() -> None:
         assert f"<strong>{status}</strong>" in methodology
     assert '<h2 id="imported-llm-inference-bench-results">Imported llm-inference-bench results</h2>' in methodology
     assert "<code>output_tps_per_user_p50</code>" in methodology
+
+
+def test_a_rebuild_renders_only_the_pages_whose_text_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    content, out = built_copy(tmp_path)
+    rendered: list[str] = []
+    real = content_pages.render_page
+    monkeypatch.setattr(content_pages, "render_page", lambda path, text, md: rendered.append(path.name) or real(path, text, md))
+    run = content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
+    bundle = json.loads(run.read_text())
+    bundle["decode"][0]["total_tok_s"] = 999.9
+    run.write_text(json.dumps(bundle))
+    build_site(content, out)
+    assert rendered == []
+    page = content / "pages" / "20-methodology.md"
+    page.write_text(page.read_text().replace("\n\n", "\n\nA sentence added to the page.\n\n", 1))
+    build_site(content, out)
+    assert rendered == [page.name] and "A sentence added to the page." in (out / "methodology" / "index.html").read_text()
+    assert same_as_fresh(content, out)

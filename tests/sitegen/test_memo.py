@@ -13,7 +13,7 @@ import pytest
 
 from sitegen import memo
 from sitegen.build import build_site
-from sitegen.catalog import Cache
+from sitegen.catalog import CacheHead, RunEntry
 from sitegen.staging import _ManifestFile
 from tests.builders import ROOT, built_copy, same_as_fresh
 
@@ -43,12 +43,12 @@ def test_a_value_is_recalled_only_while_its_file_is_the_one_written(tmp_path: Pa
 
 @pytest.fixture
 def decoded(monkeypatch: pytest.MonkeyPatch) -> list[type]:
-    """The build cache and manifest decodes this process makes, by type."""
+    """The decodes this process makes of the build cache's head and record files and of the manifest, by type."""
     found: list[type] = []
     real = msgspec.msgpack.decode
 
     def counting(data: bytes, **kwargs: object) -> object:
-        if kwargs.get("type") in (Cache, _ManifestFile):
+        if kwargs.get("type") in (CacheHead, list[RunEntry], _ManifestFile):
             found.append(kwargs["type"])  # type: ignore[arg-type]
         return real(data, **kwargs)
 
@@ -79,5 +79,6 @@ def test_a_site_another_process_rebuilt_is_read_again(built: tuple[Path, Path], 
     _change_run(content, 345.6)
     decoded.clear()
     build_site(content, out)
-    assert sorted(t.__name__ for t in decoded) == ["Cache", "_ManifestFile"]
+    assert sorted(map(str, decoded)) == ["<class 'sitegen.catalog.CacheHead'>", "<class 'sitegen.staging._ManifestFile'>"] + \
+        ["list[sitegen.catalog.RunEntry]"] * 3  # a record file a run
     assert same_as_fresh(content, out)

@@ -22,5 +22,5 @@ def test_phases_are_timed_only_when_asked(tmp_path: Path) -> None:
     assert timed.returncode == 0, timed.stderr
     lines = timed.stderr.splitlines()
     names = [line.split("  ")[0].removeprefix("phase ").strip() for line in lines]
-    assert {"read cache", "scan bundles", "stage: adopt", "render pages", "listings", "stage: link, manifest", "total"} <= set(names)
+    assert {"read cache", "scan bundles", "stage: adopt", "render pages", "listings (beside)", "stage: link, manifest", "total"} <= set(names)
     assert all(line.startswith("phase ") and line.endswith(" ms CPU") for line in lines)
