@@ -206,8 +206,7 @@ def write_run_lists(stage: Stage, site: Site, plan: Publication) -> None:
 def write_feed(stage: Stage, site: Site, plan: Publication) -> None:
     """The Atom feed of the newest runs; it reads their bundles again, so it is rendered only when one
     of them changed (or another run became one of them)."""
-    by_id = {e.id: e for e in site.entries}
-    feed_runs = [by_id[s.id] for s in newest_first(site.summaries)[:FEED_RUNS]]
+    feed_runs = newest_first(site.entries)[:FEED_RUNS]
     newest = feed_runs[0].measured_at if feed_runs and feed_runs[0].measured_at else _EPOCH  # newest first: the latest date
     if not plan.unchanged("feed.xml", digest(site.runs_key(feed_runs), newest.isoformat())):
         stage.write("feed.xml", exports.atom_feed([e.bundle(site.runs) for e in feed_runs], newest))

@@ -30,10 +30,14 @@ class Site(msgspec.Struct, kw_only=True):
     code: str
     shared_key: str = ""
     steady: frozenset[str] = frozenset()  # runs whose pages' keys are the previous build's (catalog.steady_runs)
+    decoded: list[RunSummary] = []
 
     @property
     def summaries(self) -> list[RunSummary]:
-        return [e.summary for e in self.entries]
+        """Every run's summary, in the entries' order: decoded once, when first asked (by the listings)."""
+        if len(self.decoded) != len(self.entries):
+            self.decoded = [e.run_summary() for e in self.entries]
+        return self.decoded
 
     def runs_key(self, entries: list[RunEntry]) -> str:
         """What an output rendered from these runs depends on: the code and each run's fingerprint (which

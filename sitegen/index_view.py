@@ -10,7 +10,8 @@ so a first sort draws at once from a small file and the browser never compares c
 
 from __future__ import annotations
 
-from typing import TypeVar
+import datetime as dt
+from typing import Protocol, TypeVar
 
 import msgspec
 
@@ -140,8 +141,18 @@ def run_record(summary: RunSummary) -> RunRecord:
     )
 
 
-def newest_first(summaries: list[RunSummary]) -> list[RunSummary]:
-    """Runs newest first, undated runs last, ties by id: the order without JavaScript."""
+class _Dated(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def measured_at(self) -> dt.datetime | None: ...
+
+
+Dated = TypeVar("Dated", bound=_Dated)  # a run's summary or its record: what newest_first orders by
+
+
+def newest_first(summaries: list[Dated]) -> list[Dated]:
+    """Runs (their summaries or records) newest first, undated runs last, ties by id: the order without JavaScript."""
     dated = sorted((s for s in summaries if s.measured_at), key=lambda s: (s.measured_at, s.id), reverse=True)
     undated = sorted((s for s in summaries if not s.measured_at), key=lambda s: s.id)
     return dated + undated

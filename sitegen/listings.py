@@ -51,13 +51,13 @@ def lead(summaries: list[RunSummary]) -> str:
     return f"{plural(len(summaries), 'run')} of {plural(models, 'model')} on {plural(gpus, 'GPU type')}. Click a column to sort; every figure links to its full matrix."
 
 
-def groups(entries: list[RunEntry], key) -> dict[str, tuple[str, list[RunEntry]]]:
-    """Runs grouped by their summary's (slug, display name), sorted by slug."""
-    found: dict[str, tuple[str, list[RunEntry]]] = {}
-    for entry in entries:
-        group = key(entry.summary)
+def groups(listed: list[tuple[RunEntry, RunSummary]], key) -> dict[str, tuple[str, list[tuple[RunEntry, RunSummary]]]]:
+    """Runs (with their summaries) grouped by their summary's (slug, display name), sorted by slug."""
+    found: dict[str, tuple[str, list[tuple[RunEntry, RunSummary]]]] = {}
+    for run in listed:
+        group = key(run[1])
         if group:
-            found.setdefault(group[0], (group[1], []))[1].append(entry)
+            found.setdefault(group[0], (group[1], []))[1].append(run)
     return dict(sorted(found.items()))
 
 
@@ -70,7 +70,7 @@ def index_figure(site: Site) -> dict[str, str | None]:
         figure = charts.index_figure([e.bundle(site.runs) for e in site.entries])
         caption = "Every measured decode cell of every run; the line marks the frontier: the most tok/s per GPU at each speed a user sees."
     else:
-        figure = charts.frontier_figure([(e.title, e.summary.gpu, e.frontier) for e in site.entries])
+        figure = charts.frontier_figure([(e.title, s.gpu, e.frontier_points()) for e, s in zip(site.entries, site.summaries)])
         caption = ("For each GPU type, the frontier of its runs: the most tok/s per GPU at each speed a user sees; "
                    "the dotted line is the frontier over all of them. Hover a point for its run and cell.")
     return {"figure": charts.figure_script_json(figure), "figure_caption": caption}
@@ -92,18 +92,18 @@ def write_sort_orders(stage: Stage, site: Site, plan: Publication, listed: list[
     paths = [sort_file(column, direction) for column, _, _ in COLUMNS for direction in DIRECTIONS]
     if all([plan.unchanged(path, key) for path in paths]):  # a list: every order's key is recorded
         return
-    for path, script in sort_scripts([e.record for e in listed], [e.sort_keys for e in listed]):
+    for path, script in sort_scripts([e.record for e in listed], [e.column_keys() for e in listed]):
         stage.write(path, script)
 
 
 def write_group_pages(stage: Stage, site: Site, plan: Publication, kind: str, field: str,
-                      found: dict[str, tuple[str, list[RunEntry]]], folder_of: Callable[[str], str], chunks: int) -> None:
+                      found: dict[str, tuple[str, list[tuple[RunEntry, RunSummary]]]], folder_of: Callable[[str], str], chunks: int) -> None:
     """A page per model or GPU (`kind`, its summary `field`), each rendered only when its runs changed."""
     for slug, (name, members) in found.items():
         page = Page(folder_of(slug))
-        if plan.unchanged(page.path, digest(site.runs_key(members), site.context_key, name, str(chunks))):
+        if plan.unchanged(page.path, digest(site.runs_key([e for e, _ in members]), site.context_key, name, str(chunks))):
             continue
-        summaries = [e.summary for e in members]
+        summaries = [s for _, s in members]
         write_page(stage, site, "index.html", page,
                    heading=f"{name}", lead=f"{kind}: every run of {name}. {lead(summaries)}", rows=first_screen(summaries),
                    total=len(members), chunks=chunk_urls(page.urls, chunks), sorts=sort_urls(page.urls), scope=f"{field}:{slug}", columns=COLUMNS,
@@ -117,8 +117,8 @@ def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
     listed = [by_id[s.id] for s in ordered]
     chunks = write_chunks(stage, site, plan, listed)
     write_sort_orders(stage, site, plan, listed)
-    models = groups(listed, lambda s: (s.model_slug, s.model))
-    gpus = groups(listed, lambda s: (s.gpu_slug, s.gpu) if s.gpu_slug else None)
+    models = groups(list(zip(listed, ordered)), lambda s: (s.model_slug, s.model))
+    gpus = groups(list(zip(listed, ordered)), lambda s: (s.gpu_slug, s.gpu) if s.gpu_slug else None)
     urls = HOME.urls
     links = [
         {"label": "Models", "entries": [Link(urls.model(slug), name) for slug, (name, _) in models.items()]},
