@@ -6,7 +6,8 @@ and prints the figures of issue 10's table against its targets: cold build (wall
 peak memory (the proportional set size of the build and its workers, summed), index.html,
 the compare picker, pages written and disk used, and the incremental build after one bundle
 changes (the first rebuild after a cold build, which has no kept stage yet, apart from the median
-of the next three). `--code DIR` builds with another checkout's sitegen (for before/after figures).
+of the next three). `--code DIR` builds with another checkout's sitegen (for before/after figures),
+its bytecode compiled first, as an install leaves it (`make install` does so for the editable one).
 `--work DIR` keeps the synthesized content and the site there, so a second run skips making
 10,000 bundles; with `--repeat 0` it also skips the cold builds and measures rebuilds of the site
 already there (brought up to date by one untimed build first).
@@ -272,6 +273,7 @@ def main() -> None:
     parser.add_argument("--code", type=Path, default=ROOT, help="checkout whose sitegen builds (default: this one)")
     parser.add_argument("--work", type=Path, default=None, help="keep the content and site here between runs (default: a temporary folder)")
     args = parser.parse_args()
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "sitegen", "runner"], cwd=args.code, check=True, stdout=subprocess.DEVNULL)
     if args.work:
         args.work.mkdir(parents=True, exist_ok=True)
         measure(args, args.work.resolve())

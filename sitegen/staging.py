@@ -225,12 +225,14 @@ class Publication:
         """Bring the reused outputs' files into the stage (those it lacks), remove the kept files the new
         site does not have, and write the manifest of the whole new site."""
         outputs: dict[str, tuple[str, list[str]]] = {}
+        kept = stage.kept  # (the stage's own dict: its removals below show in it)
         for output, key in self.keys.items():
             if output not in self.rendered:
                 files = self.old[output][1]
-                for relative in files:
-                    if relative not in stage.kept:
-                        stage.reuse(relative, f"{self.out}/{relative}")
+                if not all(map(kept.__contains__, files)):  # most outputs are whole in the stage: 65,000 files looked up at C speed
+                    for relative in files:
+                        if relative not in kept:
+                            stage.reuse(relative, f"{self.out}/{relative}")
                 outputs[output] = (key, files)
         written = stage.written
         for relative in sorted(written):
@@ -241,7 +243,7 @@ class Publication:
         for output, (_, files) in self.old.items():  # kept files of outputs rendered again or gone
             if output not in outputs or output in self.rendered:
                 for relative in files:
-                    if relative in stage.kept and relative not in written:
+                    if relative in kept and relative not in written:
                         stage.remove(relative)
         # Every file of the new site, by inode: the kept files left (the others were removed), then
         # those linked in and those written, which replace kept ones at their paths.
@@ -311,7 +313,8 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
         nonlocal tmp, stage_lock, adopted
         assert check is not None and tmp is not None and stage_lock is not None
         with phase("stage: check (waited for)"):
-            kept = msgspec.msgpack.decode(check.result(), type=dict[str, int] | None)
+            missing = msgspec.msgpack.decode(check.result(), type=list[str] | None)
+        kept = None if missing is None else _without(publication.published, missing)
         if kept is None:
             shutil.rmtree(tmp, ignore_errors=True)
             os.close(stage_lock)
@@ -355,11 +358,21 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
 
 
 def _checked(root: Path, published: dict[str, int]) -> bytes:
-    """`_verified` as msgpack, or nil where the stage cannot be checked (an entry that cannot be read or removed)."""
+    """`_verified` as msgpack: the published files the stage does not have (the files it keeps are the
+    published ones less these: a few, where sending the 65,000 kept ones cost 45 ms); nil where the
+    stage cannot be checked (an entry that cannot be read or removed)."""
     try:
-        return msgspec.msgpack.encode(_verified(root, published))
+        return msgspec.msgpack.encode(sorted(published.keys() - _verified(root, published).keys()))
     except OSError:
         return msgspec.msgpack.encode(None)
+
+
+def _without(files: dict[str, int], missing: list[str]) -> dict[str, int]:
+    """The files, by inode, less the missing ones."""
+    kept = dict(files)
+    for relative in missing:
+        del kept[relative]
+    return kept
 
 
 def _kept_stage(out: Path) -> Path:
