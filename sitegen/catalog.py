@@ -15,6 +15,7 @@ all 10,000 records (writing fresh pages of a file costs the kernel 4 ms a MB her
 from __future__ import annotations
 
 import datetime as dt
+import mmap
 import os
 import zlib
 from collections.abc import Callable
@@ -144,14 +145,20 @@ def _shard(name: str) -> str:
 
 def _recalled(path: Path, kind: type, unreadable: list[str]) -> object | None:
     """A cache file's value, as this process remembers writing it, else decoded; None when missing or
-    unreadable (then listed in `unreadable`, by site path)."""
+    unreadable (then listed in `unreadable`, by site path).
+
+    The file is mapped rather than read (a fresh process reading 47 MB of records pays 25 ms more for
+    the copies); the records' undecoded parts refer to the map. A build never writes a cache file in
+    place, only replaces it, so what is mapped stays as it was."""
     value = memo.recall(path)
     if value is None:
         try:
-            value = msgspec.msgpack.decode(path.read_bytes(), type=kind)
+            with open(path, "rb") as file:
+                data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+            value = msgspec.msgpack.decode(data, type=kind)
         except FileNotFoundError:
             return None
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        except (OSError, ValueError, msgspec.DecodeError, msgspec.ValidationError):  # ValueError: an empty file
             unreadable.append(f"{CACHE_DIR}{path.name}")
             return None
     return value
