@@ -224,6 +224,7 @@ def run_frontier(bundle: Bundle) -> list[Point]:
 
 
 Placed = TypeVar("Placed", Point, CellPoint)
+T = TypeVar("T")
 
 
 def frontier_positions(points: list[Placed]) -> list[int]:
@@ -289,16 +290,25 @@ def frontier_figure(runs: list[tuple[str, str | None, list[Point]]]) -> Figure:
     of a GPU's runs is the frontier of their frontiers, so the chart's size grows with GPU types, not
     with runs or cells.
     """
-    by_gpu: dict[str, list[tuple[str, str | None, list[Point]]]] = {}
-    gpu_labels: dict[str | None, str] = {}
-    for run in runs:
-        gpu = run[1]
-        if gpu not in gpu_labels:
-            gpu_labels[gpu] = label(gpu or "unknown GPU")
-        by_gpu.setdefault(gpu_labels[gpu], []).append(run)
-    fronts = {gpu: runs_frontier(group) for gpu, group in sorted(by_gpu.items())}
-    data = [scatter_trace(gpu, points, mode="lines+markers") for gpu, points in fronts.items()]
-    overall = pareto_frontier([p for points in fronts.values() for p in points])
+    return fronts_figure({gpu: runs_frontier(group) for gpu, group in by_gpu_label(runs, [run[1] for run in runs]).items()})
+
+
+def by_gpu_label(items: list[T], gpus: list[str | None]) -> dict[str, list[T]]:
+    """The items grouped by the label of their GPU (`gpus`, in the same order), each label escaped once."""
+    labels: dict[str | None, str] = {}
+    groups: dict[str, list[T]] = {}
+    for item, gpu in zip(items, gpus):
+        if gpu not in labels:
+            labels[gpu] = label(gpu or "unknown GPU")
+        groups.setdefault(labels[gpu], []).append(item)
+    return groups
+
+
+def fronts_figure(fronts: dict[str, list[Point]]) -> Figure:
+    """frontier_figure from each GPU type's frontier (runs_frontier of its runs), by GPU label."""
+    ordered = dict(sorted(fronts.items()))
+    data = [scatter_trace(gpu, points, mode="lines+markers") for gpu, points in ordered.items()]
+    overall = pareto_frontier([p for points in ordered.values() for p in points])
     data.append(scatter_trace("Pareto frontier", overall, mode="lines", line={"color": TEXT_GREY, "dash": "dot"}))
     return figure(data, axis("tok/s per user", rangemode="tozero"), axis("tok/s per GPU", rangemode="tozero"))
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sitegen import index_view
+from sitegen import charts, index_view
 from sitegen.build import build_site
-from tests.builders import ROOT
+from sitegen.catalog import CACHE_DIR, RunEntry
+from tests.builders import ROOT, same_as_fresh
 
 CHANGED = "mimo-v2-6-flash-rl-h200-nvl-x2"
 
@@ -72,3 +73,27 @@ def test_a_rebuild_of_the_same_runs_writes_no_chunk_order_or_listing_page_again(
     before = _inodes(out, "data/*.js") | _group_pages(out)
     build_site(content, out)
     assert _inodes(out, "data/*.js") | _group_pages(out) == before
+
+
+def test_the_index_chart_works_again_only_the_frontier_of_the_changed_runs_gpu_type(
+        content: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(charts, "MAX_RUN_TRACES", 1)  # the chart of a large site: a frontier per GPU type
+    out = tmp_path / "site"
+    build_site(content, out)
+    decoded: list[str] = []  # the runs whose chart points a build decodes
+    real = RunEntry.frontier_points
+    monkeypatch.setattr(RunEntry, "frontier_points", lambda self: decoded.append(self.id) or real(self))
+    path = content / "runs" / f"{CHANGED}.json"
+    bundle = json.loads(path.read_text())
+    bundle["decode"][0]["total_tok_s"] = 999.9
+    path.write_text(json.dumps(bundle))
+    build_site(content, out, jobs=1)  # the listings in this process, where the decodes are counted
+    gpus = {json.loads(p.read_text())["id"]: json.loads(p.read_text())["hardware"]["gpu"] for p in (content / "runs").glob("*.json")}
+    assert sorted(decoded) == sorted(run for run, gpu in gpus.items() if gpu == gpus[bundle["id"]]) and len(decoded) < len(gpus)
+    assert same_as_fresh(content, out)
+    decoded.clear()
+    for kept in (out / CACHE_DIR).glob("frontier-*"):
+        kept.unlink()
+        kept.write_bytes(b"\x00not msgpack")  # unreadable: made again, whatever its key says
+    build_site(content, out, jobs=1)
+    assert sorted(decoded) == sorted(gpus) and same_as_fresh(content, out)
