@@ -151,9 +151,9 @@ class Publication:
     rendered only when its key differs from the previous build's, or a file of it is missing.
     """
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, record: _InodesFile | None = None) -> None:
         self.out = out
-        self.old, recorded = _read_published(out)  # output -> (key, files); the files' inodes as recorded
+        self.old, recorded = _read_published(out, record)  # output -> (key, files); the files' inodes as recorded
         self.walked = bool(self.old) and recorded is None
         # The published files by inode: as recorded while the manifest is its build's own, else as they are now.
         if self.walked:
@@ -318,6 +318,7 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
         raise InputError(out, None, f"cannot use this output folder: {exc}") from None
     check_output(out, sources)
     stage_lock = tmp = check = None
+    checked: dict[str, int] = {}  # the published files' inodes the stage is checked against
     adopted = False
 
     def settle() -> tuple[Path, dict[str, int]]:
@@ -327,7 +328,7 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
         assert check is not None and tmp is not None and stage_lock is not None
         with phase("stage: check (waited for)"):
             missing = msgspec.msgpack.decode(check.result(), type=list[str] | None)
-        if missing is not None:
+        if missing is not None and checked is publication.published:  # (not when the manifest was refused since)
             publication.lacking(missing)
             return tmp, _without(publication.published, missing)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -341,14 +342,18 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
         out.parent.mkdir(parents=True, exist_ok=True)
         with phase("stage: adopt"), _locked_folder(out.parent):  # no other build cleans up this stage before it is locked
             _clean_up(out)
-            publication = Publication(out)
+            record = _recorded(out)
             tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-build-", dir=out.parent))
             stage_lock = _lock(tmp)
             held = _adopt(_kept_stage(out), tmp)
             if held is not None:  # the lock moved with the kept stage's folder
                 os.close(stage_lock)
                 stage_lock, adopted = held, True
-                check = Beside(functools.partial(_checked, tmp, publication.published))
+                if record is not None:  # checked from the record while the manifest is decoded
+                    check, checked = Beside(functools.partial(_checked, tmp, record.files)), record.files
+            publication = Publication(out, record)
+            if held is not None and check is None:
+                check, checked = Beside(functools.partial(_checked, tmp, publication.published)), publication.published
         stage = publication.stage = Stage(tmp, settle if check else None)
         yield stage, publication
         with phase("stage: link, manifest"):
@@ -559,10 +564,10 @@ class _ManifestFile(msgspec.Struct, array_like=True):
     outputs: Manifest = {}
 
 
-def _read_published(out: Path) -> tuple[Manifest, dict[str, int] | None]:
+def _read_published(out: Path, record: _InodesFile | None) -> tuple[Manifest, dict[str, int] | None]:
     """The previous build's outputs, each with its key and files, and that build's record of its
-    files' inodes where the record belongs to this very manifest file; no outputs when the manifest
-    is missing, unreadable or of another version.
+    files' inodes (`record`, read by _recorded) where it belongs to this very manifest file; no
+    outputs when the manifest is missing, unreadable or of another version.
 
     A manifest its record vouches for holds the bytes its build wrote, so it is not checked again
     (at 10,000 runs the check costs 100 ms); any other is refused if it names a file that would
@@ -581,7 +586,7 @@ def _read_published(out: Path) -> tuple[Manifest, dict[str, int] | None]:
         return {}, None
     if manifest.version != _MANIFEST_VERSION:
         return {}, None
-    inodes = _read_inodes(out, (found.st_ino, found.st_ctime_ns))
+    inodes = record.files if record is not None and record.manifest == (found.st_ino, found.st_ctime_ns) else None
     if inodes is None and not _well_formed(manifest.outputs):
         return {}, None
     return manifest.outputs, inodes
@@ -610,14 +615,19 @@ def _manifest_stamp(out: Path) -> tuple[int, int]:
     return (found.st_ino, found.st_ctime_ns)
 
 
-def _read_inodes(out: Path, manifest: tuple[int, int]) -> dict[str, int] | None:
-    """The published files' inodes as their build recorded them; None unless that build's manifest is
-    the one published now, by its stamp (not a copy, nor another build's)."""
+def _recorded(out: Path) -> _InodesFile | None:
+    """The published files' inodes as their build recorded them (in the kept stage, so read before it
+    is adopted); None unless that build's manifest is the one published now, by its stamp (not a copy,
+    nor another build's). A process that published the site itself remembers the record."""
+    remembered = memo.recall(out / MANIFEST)
+    if remembered is not None:
+        return _InodesFile(_manifest_stamp(out), remembered[1])  # type: ignore[index]
     try:
+        manifest = _manifest_stamp(out)
         found = msgspec.msgpack.decode((_kept_stage(out) / _INODES).read_bytes(), type=_InodesFile)
-        return found.files if found.manifest == manifest else None
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return None
+    return found if found.manifest == manifest else None
 
 
 def _record_inodes(stage: Path, out: Path, inodes: dict[str, int]) -> None:

@@ -213,11 +213,16 @@ def test_a_build_that_fails_while_the_stage_is_checked_keeps_the_site_and_the_st
     assert tree_digest(out) == _fresh(content, tmp_path)
 
 
+def _published(out: Path) -> tuple[dict, dict[str, int] | None]:
+    """The published outputs and, where it vouches for the manifest, the record of their files' inodes."""
+    return sitegen.staging._read_published(out, sitegen.staging._recorded(out))
+
+
 def test_the_record_names_every_published_file_by_its_inode(site_with_stage: tuple[Path, Path]) -> None:
     content, out = site_with_stage
     _change_run(content)
     build_site(content, out)
-    outputs, recorded = sitegen.staging._read_published(out)
+    outputs, recorded = _published(out)
     published = {str(p.relative_to(out)): p.stat().st_ino for p in out.rglob("*") if p.is_file() and p.name != sitegen.staging.MANIFEST}
     assert recorded == published
     assert sorted(f for _, files in outputs.values() for f in files) == sorted(published)
@@ -254,19 +259,32 @@ def test_a_manifest_changed_after_its_build_is_checked_again(site_with_stage: tu
     """The record vouches only for the manifest file its build wrote: one written over since (a new
     change time) is checked, and one naming a path outside the site is refused whole."""
     _, out = site_with_stage
-    outputs, inodes = sitegen.staging._read_published(out)
+    outputs, inodes = _published(out)
     assert outputs and inodes is not None
     manifest = out / sitegen.staging.MANIFEST
     version, raw = msgspec.msgpack.decode(manifest.read_bytes())
     time.sleep(0.02)  # a change time ticks by the kernel's clock tick, not by the nanosecond
     manifest.write_bytes(msgspec.msgpack.encode([version, raw]))  # the same bytes, written again
-    assert sitegen.staging._read_published(out) == (outputs, None)
+    assert _published(out) == (outputs, None)
     raw["../outside"] = ["x", ["../outside"]]
     manifest.write_bytes(msgspec.msgpack.encode([version, raw]))
-    assert sitegen.staging._read_published(out) == ({}, None)
+    assert _published(out) == ({}, None)
 
 
 @pytest.mark.parametrize("path", ["../x", "/etc/passwd", "a//b", "a/./b", "a/../b", "a\\b", "", "a/", "ok\x00../x"])
 def test_a_manifest_path_that_leaves_the_folder_is_refused(path: str) -> None:
     assert not sitegen.staging._all_inside(["index.html", path])
     assert sitegen.staging._all_inside(["index.html", "runs/a/index.html", "a..b/.hidden"])
+
+
+def test_a_stage_checked_by_a_record_the_build_then_does_not_trust_is_not_used(
+        site_with_stage: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check starts from the record before the manifest is decoded; a manifest then refused (here:
+    as if unreadable) means the stage was checked against files the build does not take as published:
+    a fresh stage is used, and nothing of the old site's is left in the new one."""
+    content, out = site_with_stage
+    other = next(p for p in (content / "runs").glob("*.json") if p.stem != RUN)
+    other.unlink()
+    monkeypatch.setattr(sitegen.staging, "_read_published", lambda out, record: ({}, None))
+    build_site(content, out)
+    assert not (out / "runs" / other.stem).exists() and tree_digest(out) == _fresh(content, tmp_path)
