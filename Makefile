@@ -8,16 +8,18 @@ export LLAMA_CPP_BUILD_JOBS ?= 2
 
 .PHONY: site test install install-test serve engines-vllm engines-sglang
 
-# The editable install gets no bytecode from pip, and where PYTHONDONTWRITEBYTECODE is set Python
-# never writes it: compiled here, each sitegen command starts 90 ms sooner.
+# The editable install is a plain path entry (setuptools' compat mode), not an import hook that
+# every Python start loads (10 to 20 ms), and gets no bytecode from pip; where PYTHONDONTWRITEBYTECODE
+# is set Python never writes it: compiled here, each sitegen command starts 90 ms sooner.
+EDITABLE := --config-settings editable_mode=compat
 install:
-	$(PIP) install -q -e .
+	$(PIP) install -q -e . $(EDITABLE)
 	$(PYTHON) -m compileall -q sitegen runner >/dev/null
 
 install-test:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core; }
 	@command -v tmux >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux; }
-	$(PIP) install -q -e '.[test]'
+	$(PIP) install -q -e '.[test]' $(EDITABLE)
 	$(PYTHON) -m compileall -q sitegen runner >/dev/null
 
 site: install
