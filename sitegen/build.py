@@ -81,24 +81,10 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
                 )
                 site.steady = steady_runs(entries, cache, relations, site.context_key)
             with listings_beside(stage, site, plan, jobs) as listings:  # stopped if the build fails first
-                with phase("plan pages (keys)"):
-                    tasks = plan_pages(site, plan)
-                progress.start("rendering pages", len(tasks))
-                with phase("render pages"):
-                    render_pages(stage, Renderer(site, stage), tasks, jobs, progress)
-                with collector_paused():  # the site-wide pages decode and sort every run's record: many objects, no cycles
-                    with phase("ranking"):
-                        write_ranking(stage, site, plan)
-                    with phase("content pages"):
-                        write_content_pages(stage, site)
-                    with phase("downloads"):
-                        write_downloads(stage, site, plan)
-                    with phase("static"):
-                        copy_static(stage, plan, templates / "static", code)
-                    with phase("write cache"):
-                        cached = write_cache(stage, plan, new_cache(entries, site.pairs, code, relations, site.context_key, site.pages), cache.unreadable)
-                    with phase("listings (waited for)"):
-                        plan.add(stage, listings_written(listings))
+                write_run_pages(stage, site, plan, jobs, progress)
+                cached = write_site_pages(stage, site, plan, templates, cache, relations)
+                with phase("listings (waited for)"):
+                    plan.add(stage, listings_written(listings))
         for path, value in cached.items():
             memo.remember(out / path, value)
     finally:
@@ -111,6 +97,32 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
         f"built {plural(len(entries), 'run')} and {plural(len(site.pairs), 'comparison')} into {out}/ in {seconds:.2f} s "
         f"({rendered} outputs rendered, {plan.reused} unchanged and reused)"
     )
+
+
+def write_run_pages(stage: Stage, site: Site, plan: Publication, jobs: int, progress: Progress) -> None:
+    """The run folders and comparison pages whose inputs changed, across `jobs` processes."""
+    with phase("plan pages (keys)"):
+        tasks = plan_pages(site, plan)
+    progress.start("rendering pages", len(tasks))
+    with phase("render pages"):
+        render_pages(stage, Renderer(site, stage), tasks, jobs, progress)
+
+
+def write_site_pages(stage: Stage, site: Site, plan: Publication, templates: Path, cache: Cache, relations: str) -> dict[str, object]:
+    """The ranking, the content pages, the downloads, the static files and the build cache; returns
+    the cache files' values by site path (write_cache)."""
+    with collector_paused():  # the site-wide pages decode and sort every run's record: many objects, no cycles
+        with phase("ranking"):
+            write_ranking(stage, site, plan)
+        with phase("content pages"):
+            write_content_pages(stage, site)
+        with phase("downloads"):
+            write_downloads(stage, site, plan)
+        with phase("static"):
+            copy_static(stage, plan, templates / "static", site.code)
+        with phase("write cache"):
+            done = new_cache(site.entries, site.pairs, site.code, relations, site.context_key, site.pages)
+            return write_cache(stage, plan, done, cache.unreadable)
 
 
 def read_runs(runs: Path, out: Path, code: str, jobs: int, progress: Progress) -> tuple[Cache, list[RunEntry]]:
