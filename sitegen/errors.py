@@ -20,6 +20,10 @@ class InputError(Exception):
         """The one-line form: `file:where: message`."""
         return located(self.path, self.where, self.message)
 
+    def __reduce__(self) -> tuple:
+        # Made again from its parts: an error raised in a forked process (parallel.Beside) is raised here.
+        return (InputError, (self.path, self.where, self.message))
+
 
 class InputErrors(Exception):
     """Several problems at once, so a user sees every one of them in a single run."""
@@ -27,6 +31,9 @@ class InputErrors(Exception):
     def __init__(self, errors: list[InputError]) -> None:
         self.errors = errors
         super().__init__("\n".join(e.line() for e in errors))
+
+    def __reduce__(self) -> tuple:
+        return (InputErrors, (self.errors,))
 
 
 class UsageError(Exception):

@@ -81,7 +81,7 @@ class Beside:
             if data[:1] == b"+":
                 self._outcome = (True, data[1:])
             else:
-                self._outcome = (False, pickle.loads(data[1:]) if data else RuntimeError("a forked process ended without its result"))
+                self._outcome = (False, _unpickled(data[1:]) if data else RuntimeError("a forked process ended without its result"))
         done, value = self._outcome
         if not done:
             raise value  # type: ignore[misc]
@@ -109,6 +109,14 @@ def _outcome(function: Callable[[], bytes]) -> tuple[bool, object]:
         return True, function()
     except BaseException as exc:  # noqa: BLE001  (raised again in the parent, whatever it is)
         return False, exc
+
+
+def _unpickled(data: bytes) -> BaseException:
+    """The exception a forked process sent, or a RuntimeError saying it could not be made again here."""
+    try:
+        return pickle.loads(data)
+    except Exception as exc:  # noqa: BLE001
+        return RuntimeError(f"a forked process failed, and its error could not be read: {exc!r}")
 
 
 def _pickled(exc: object) -> bytes:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sitegen import catalog, parallel
-from sitegen.errors import InputErrors
+from sitegen.errors import InputError, InputErrors
 from tests.builders import ROOT
 
 
@@ -57,6 +57,13 @@ def test_what_a_call_beside_raises_is_raised_again_by_its_result(fork: bool) -> 
     with pytest.raises(OSError) as raised:
         parallel.Beside(full, fork=fork).result()
     assert raised.value.errno == errno.ENOSPC and raised.value.filename == "site/index.html"
+
+    def refused() -> bytes:
+        raise InputErrors([InputError("../outside", None, "refusing to write outside the output folder")])
+
+    with pytest.raises(InputErrors) as many:
+        parallel.Beside(refused, fork=fork).result()
+    assert [e.line() for e in many.value.errors] == ["../outside: refusing to write outside the output folder"]
 
 
 def test_a_call_beside_that_dies_or_is_stopped_leaves_no_process(tmp_path: Path) -> None:
