@@ -17,7 +17,13 @@ import msgspec
 from runner.bundle.schema import bundle_json_schema
 from sitegen import exports, memo, phases
 from sitegen.cache import code_digest, collector_paused, digest
-from sitegen.capacity import Standing, ranking_chunks, ranking_script, ranking_view
+from sitegen.capacity import (
+    RankingView,
+    Standing,
+    ranking_chunks,
+    ranking_script,
+    ranking_view,
+)
 from sitegen.catalog import (
     BundleFile,
     Cache,
@@ -80,9 +86,11 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
                     code=code,
                 )
                 site.steady = steady_runs(entries, cache, relations, site.context_key)
+            with collector_paused(), phase("ranking (ahead)"):
+                ranking = ranking_ahead(site, plan)
             with listings_beside(stage, site, plan, jobs) as listings:  # stopped if the build fails first
                 write_run_pages(stage, site, plan, jobs, progress)
-                cached = write_site_pages(stage, site, plan, templates, cache, relations)
+                cached = write_site_pages(stage, site, plan, templates, cache, relations, ranking)
                 with phase("listings (waited for)"):
                     plan.add(stage, listings_written(listings))
         for path, value in cached.items():
@@ -108,12 +116,13 @@ def write_run_pages(stage: Stage, site: Site, plan: Publication, jobs: int, prog
         render_pages(stage, Renderer(site, stage), tasks, jobs, progress)
 
 
-def write_site_pages(stage: Stage, site: Site, plan: Publication, templates: Path, cache: Cache, relations: str) -> dict[str, object]:
+def write_site_pages(stage: Stage, site: Site, plan: Publication, templates: Path, cache: Cache, relations: str,
+                     ranking: Ranking) -> dict[str, object]:
     """The ranking, the content pages, the downloads, the static files and the build cache; returns
     the cache files' values by site path (write_cache)."""
     with collector_paused():  # the site-wide pages decode and sort every run's record: many objects, no cycles
         with phase("ranking"):
-            write_ranking(stage, site, plan)
+            write_ranking(stage, site, plan, ranking)
         with phase("content pages"):
             write_content_pages(stage, site)
         with phase("downloads"):
@@ -172,21 +181,43 @@ def runs_folder(content: Path) -> Path:
     return runs
 
 
-def write_ranking(stage: Stage, site: Site, plan: Publication) -> None:
+class Ranking(msgspec.Struct):
+    """The ranking page's runs (by id) and key, and its first screen where it was worked out ahead."""
+
+    runs: list[RunEntry]
+    key: str
+    view: RankingView | None = None
+    worked: bool = False
+
+
+def ranking_ahead(site: Site, plan: Publication) -> Ranking:
+    """The ranking's runs by id and its key, and its first screen when the key is not the previous
+    build's: worked out while the kept stage is still being checked, as it needs no file of the site."""
+    by_id = sorted(site.entries, key=lambda e: e.id)
+    ranking = Ranking(by_id, digest(site.runs_key(site.entries), site.context_key))
+    if plan.changed(RANKING.path, ranking.key):
+        ranking.view, ranking.worked = first_ranked(by_id), True
+    return ranking
+
+
+def first_ranked(by_id: list[RunEntry]) -> RankingView | None:
+    """The ranking's first screen, from each run's standing made when its bundle was read."""
+    return ranking_view(msgspec.json.decode(b"[" + b",".join(e.standing for e in by_id) + b"]", type=list[Standing]))
+
+
+def write_ranking(stage: Stage, site: Site, plan: Publication, ranking: Ranking) -> None:
     """The ranking page: its first screen of runs by capacity at one context and target, and the data
     chunks its script ranks every run with, from each run's records made when its bundle was read
     (catalog: its standing at the page's own target and its chunk record). Each chunk is written only
     when one of its runs changed, the page when any did."""
-    by_id = sorted(site.entries, key=lambda e: e.id)
     chunks = []
-    for index, members in enumerate(ranking_chunks(by_id)):
+    for index, members in enumerate(ranking_chunks(ranking.runs)):
         chunks.append(path := f"{RANKING.path}runs-{index}.js")
         if not plan.unchanged(path, site.runs_key(members)):
             stage.write(path, ranking_script(index, [e.ranked for e in members]))
-    if plan.unchanged(RANKING.path, digest(site.runs_key(site.entries), site.context_key)):
+    if plan.unchanged(RANKING.path, ranking.key):
         return
-    standings = msgspec.json.decode(b"[" + b",".join(e.standing for e in by_id) + b"]", type=list[Standing])
-    write_page(stage, site, "ranking.html", RANKING, ranking=ranking_view(standings),
+    write_page(stage, site, "ranking.html", RANKING, ranking=ranking.view if ranking.worked else first_ranked(ranking.runs),
                chunks=" ".join(RANKING.urls.to(path) for path in chunks))
 
 

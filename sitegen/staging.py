@@ -180,6 +180,12 @@ class Publication:
                 again.add(output)
         return again
 
+    def changed(self, output: str, key: str) -> bool:
+        """Whether an output's key is not the previous build's (known before the stage is checked; whether
+        a current output is whole there is `unchanged`'s to say)."""
+        old = self.old.get(output)
+        return old is None or old[0] != key
+
     def forget(self, output: str) -> None:
         """Drop what the previous build published as `output` (found broken): it is made again, whatever its key."""
         self.old.pop(output, None)

@@ -179,3 +179,12 @@ def test_the_listings_are_written_in_another_process_and_what_it_raises_fails_th
     with pytest.raises(InputError) as failed:
         build_site(content, out, jobs=2)
     assert "cannot write the site: No space left on device" in failed.value.line() and tree_digest(out) == old
+
+
+def test_a_ranking_page_deleted_from_the_site_is_put_back_though_no_run_changed(tmp_path: Path) -> None:
+    """The ranking's first screen is worked out ahead only when its key changed; a page of the same
+    key that is not whole in the site is made again all the same."""
+    content, out = built_copy(tmp_path)
+    (out / "capacity" / "index.html").unlink()
+    assert "(1 outputs rendered" in build_site(content, out)
+    assert same_as_fresh(content, out)
