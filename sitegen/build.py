@@ -41,7 +41,7 @@ from sitegen.content_pages import load_pages
 from sitegen.context import Site, write_page
 from sitegen.errors import InputError
 from sitegen.index_view import newest_first
-from sitegen.listings import plural, write_listings
+from sitegen.listings import plural, write_listings, write_sort_orders
 from sitegen.parallel import Beside, cpu_count
 from sitegen.phases import phase
 from sitegen.progress import Progress
@@ -118,8 +118,8 @@ def write_run_pages(stage: Stage, site: Site, plan: Publication, jobs: int, prog
 
 def write_site_pages(stage: Stage, site: Site, plan: Publication, templates: Path, cache: Cache, relations: str,
                      ranking: Ranking) -> dict[str, object]:
-    """The ranking, the content pages, the downloads, the static files and the build cache; returns
-    the cache files' values by site path (write_cache)."""
+    """The ranking, the content pages, the downloads, the listings' sort orders, the static files and
+    the build cache; returns the cache files' values by site path (write_cache)."""
     with collector_paused():  # the site-wide pages decode and sort every run's record: many objects, no cycles
         with phase("ranking"):
             write_ranking(stage, site, plan, ranking)
@@ -127,6 +127,8 @@ def write_site_pages(stage: Stage, site: Site, plan: Publication, templates: Pat
             write_content_pages(stage, site)
         with phase("downloads"):
             write_downloads(stage, site, plan)
+        with phase("sort orders"):
+            write_sort_orders(stage, site, plan)
         with phase("static"):
             copy_static(stage, plan, templates / "static", site.code)
         with phase("write cache"):

@@ -104,8 +104,10 @@ def write_chunks(stage: Stage, site: Site, plan: Publication, listed: list[RunEn
     return len(chunks)
 
 
-def write_sort_orders(stage: Stage, site: Site, plan: Publication, listed: list[RunEntry]) -> None:
-    """Every column's orders (index_view.sort_scripts), computed only when a run or the listing's order changed."""
+def write_sort_orders(stage: Stage, site: Site, plan: Publication) -> None:
+    """Every column's orders of the listings' runs (index_view.sort_scripts, positions in the data
+    chunks' order: newest first), computed only when a run or that order changed."""
+    listed = newest_first(site.entries)
     key = site.runs_key(listed)
     paths = [sort_file(column, direction) for column, _, _ in COLUMNS for direction in DIRECTIONS]
     if all([plan.unchanged(path, key) for path in paths]):  # a list: every order's key is recorded
@@ -129,12 +131,13 @@ def write_group_pages(stage: Stage, site: Site, plan: Publication, kind: str, fi
 
 
 def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
-    """The index, the model and GPU pages, the compare picker and their data chunks."""
+    """The index, the model and GPU pages, the compare picker and their data chunks (their sort orders
+    are write_sort_orders': the build writes them apart, in its own process while the listings are
+    written in another)."""
     ordered = newest_first(site.summaries)
     by_id = {e.id: e for e in site.entries}
     listed = [by_id[s.id] for s in ordered]
     chunks = write_chunks(stage, site, plan, listed)
-    write_sort_orders(stage, site, plan, listed)
     models = groups(list(zip(listed, ordered)), lambda s: (s.model_slug, s.model))
     gpus = groups(list(zip(listed, ordered)), lambda s: (s.gpu_slug, s.gpu) if s.gpu_slug else None)
     urls = HOME.urls
