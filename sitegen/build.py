@@ -118,15 +118,13 @@ def write_run_pages(stage: Stage, site: Site, plan: Publication, jobs: int, prog
 
 def write_site_pages(stage: Stage, site: Site, plan: Publication, templates: Path, cache: Cache, relations: str,
                      ranking: Ranking) -> dict[str, object]:
-    """The ranking, the content pages, the downloads, the listings' sort orders, the static files and
-    the build cache; returns the cache files' values by site path (write_cache)."""
+    """The ranking, the content pages, the listings' sort orders, the static files and the build cache;
+    returns the cache files' values by site path (write_cache)."""
     with collector_paused():  # the site-wide pages decode and sort every run's record: many objects, no cycles
         with phase("ranking"):
             write_ranking(stage, site, plan, ranking)
         with phase("content pages"):
             write_content_pages(stage, site)
-        with phase("downloads"):
-            write_downloads(stage, site, plan)
         with phase("sort orders"):
             write_sort_orders(stage, site, plan)
         with phase("static"):
@@ -151,14 +149,21 @@ def read_runs(runs: Path, out: Path, code: str, jobs: int, progress: Progress) -
 
 
 def listings_beside(stage: Stage, site: Site, plan: Publication, jobs: int) -> Beside:
-    """The listings (the costliest site-wide pages: they sort every run by each column) written in a
-    forked process while this one plans and renders the other pages; what they wrote and keyed comes
-    back as msgpack, with their phases, for this process to record. In this process with one job."""
+    """The listings and the downloads written in a forked process while this one plans and renders the
+    other pages (the two halves of a rebuild's work about even at 10,000 runs); what they wrote and
+    keyed comes back as msgpack, with their phases, for this process to record. In this process with
+    one job."""
+
+    def beside() -> None:
+        with phase("listings"):
+            write_listings(stage, site, plan)
+        with phase("downloads"):
+            write_downloads(stage, site, plan)
 
     def listings() -> bytes:
         since = phases.mark()
-        with collector_paused(), phase("listings"):
-            done = recorded(stage, plan, lambda: write_listings(stage, site, plan))
+        with collector_paused():
+            done = recorded(stage, plan, beside)
         return msgspec.msgpack.encode((done, phases.taken(since)))
 
     stage.kept  # the kept stage's check is settled here, not in the forked process
