@@ -117,6 +117,7 @@ def make_environment(templates: Path) -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         auto_reload=False,  # a build reads each template once: no stat of its file at every include
+        cache_size=-1,  # a dict of the site's few dozen templates, not an LRU cache that takes a lock at every include
     )
     env.filters["status_class"] = status_class
     env.filters["table_rows"] = table_rows
