@@ -58,13 +58,9 @@ class SiteEnvironment(jinja2.Environment):
     escape_output = staticmethod(escape_output)
 
 
-def matrix_td(cell: runview.MatrixCell, compact: bool) -> Markup:
-    """One decode matrix cell as `<td>`: status class, heat tint, failure reason as its title, then
-    value, status word and TTFT (not in the `compact` form comparisons show).
-
-    Written here rather than in _decode.html: a page and its comparisons show ~150 cells, and
-    a template spends a dozen output steps on each.
-    """
+def matrix_td(cell: runview.MatrixCell, compact: bool) -> str:
+    """One decode matrix cell as `<td>`, escaped: status class, heat tint, failure reason as its title,
+    then value, status word and TTFT (not in the `compact` form comparisons show)."""
     html = f'<td class="cell status-{escape_output(status_class(cell.status))}"'
     if cell.heat is not None:
         html += f' style="--heat:{escape_output(str(cell.heat))}"'
@@ -77,14 +73,32 @@ def matrix_td(cell: runview.MatrixCell, compact: bool) -> Markup:
         html += f'<span class="note">{escape_output(cell.note)}</span>'
     if cell.ttft and not compact:
         html += f'<span class="ttft">{escape_output(cell.ttft)}</span>'
-    return Markup(html + "</td>")
+    return html + "</td>"
 
 
-def ratio_td(cell: dict) -> Markup:
-    """One ratio matrix cell as `<td>` (compare_view.compare_rows): direction class, both runs'
-    tok/s as its title, the ratio; written here for the same reason as matrix_td."""
-    return Markup(f'<td class="{escape_output(cell["class"])}" title="{escape_output(cell["b"])} vs '
-                  f'{escape_output(cell["a"])} tok/s">{escape_output(cell["text"])}</td>')
+def matrix_rows(rows: list[runview.MatrixRow], compact: bool) -> Markup:
+    """The decode matrix's body: a `<tr>` per context, its label then its matrix_td cells, each row on
+    a line of its own as _decode.html indents them.
+
+    Written here rather than as loops in _decode.html: a page and its comparisons show ~150 cells,
+    and a template spends an output step on each, a Markup on each filter's result.
+    """
+    return Markup("".join([f'\n      <tr><th scope="row">{escape_output(row.label)}</th>'
+                           f'{"".join([matrix_td(cell, compact) for cell in row.cells])}</tr>\n    ' for row in rows]))
+
+
+def ratio_td(cell: dict) -> str:
+    """One ratio matrix cell as `<td>` (compare_view.compare_rows), escaped: direction class, both
+    runs' tok/s as its title, the ratio."""
+    return (f'<td class="{escape_output(cell["class"])}" title="{escape_output(cell["b"])} vs '
+            f'{escape_output(cell["a"])} tok/s">{escape_output(cell["text"])}</td>')
+
+
+def ratio_rows(rows: list[dict]) -> Markup:
+    """The ratio matrix's body: a `<tr>` per context, its label then its ratio_td cells; one filter
+    call for the whole matrix, as matrix_rows."""
+    return Markup("".join([f'<tr><th scope="row">{escape_output(row["label"])}</th>{"".join([ratio_td(cell) for cell in row["cells"]])}</tr>'
+                           for row in rows]))
 
 
 def table_cells(row: list[str]) -> Markup:
@@ -121,8 +135,8 @@ def make_environment(templates: Path) -> jinja2.Environment:
     )
     env.filters["status_class"] = status_class
     env.filters["table_rows"] = table_rows
-    env.filters["matrix_td"] = matrix_td
-    env.filters["ratio_td"] = ratio_td
+    env.filters["matrix_rows"] = matrix_rows
+    env.filters["ratio_rows"] = ratio_rows
     env.globals["site_name"] = SITE_NAME
     env.globals["page_text"] = PAGE_TEXT  # the fixed words of #matrix, which the page importer finds again
     return env
