@@ -14,6 +14,7 @@ from runner.bundle import formats as f
 from runner.bundle.display import PAGE_TEXT, status_slug
 from runner.bundle.schema import Bundle
 from sitegen import runview
+from sitegen.capacity import Answer, PresetRow
 
 DEFAULT_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 SITE_NAME = "speed-matrix"
@@ -120,6 +121,42 @@ def table_rows(rows: list[list[str]]) -> Markup:
     return Markup("".join([f'<tr class="status-{escape_output(status_class(row[3]))}">{table_cells(row)}</tr>\n    ' for row in rows]))
 
 
+def prefill_li(item: runview.PrefillItem) -> str:
+    """One prefill item as `<li>`, escaped: status class, failure reason as its title, label, value, TTFT."""
+    title = f' title="{escape_output(item.error)}"' if item.error else ""
+    ttft = f'<span class="ttft">{escape_output(item.ttft)}</span>' if item.ttft else ""
+    return (f'<li class="status-{escape_output(status_class(item.status))}"{title}><span class="label">{escape_output(item.label)}</span> '
+            f'<strong class="value">{escape_output(item.value)}</strong> {ttft}</li>')
+
+
+def prefill_items(items: list[runview.PrefillItem]) -> Markup:
+    """The prefill list's items, each on a line of its own as _prefill.html indents them; one filter
+    call instead of a dozen template steps an item."""
+    return Markup("".join([f"\n    {prefill_li(item)}\n  " for item in items]))
+
+
+def capacity_td(found: Answer, none: str) -> str:
+    """One answer of the capacity table as `<td>`, escaped: requests at once and the throughput then,
+    or `none` where no cell meets the target."""
+    if not found.qualified:
+        return f'<td><span class="none">{escape_output(none)}</span></td>'
+    return (f'<td><span class="value">{escape_output(found.requests)} at once</span><span class="sub">'
+            f'{escape_output(found.total)} tok/s · {escape_output(found.per_gpu)} per GPU</span></td>')
+
+
+def capacity_rows(rows: list[PresetRow], none: str) -> Markup:
+    """The capacity table's body: a `<tr>` per context, its label then an answer per preset, each row
+    followed by the line break and indent of _capacity.html; one filter call, as table_rows."""
+    return Markup("".join([f'<tr><th scope="row">{escape_output(row.label)}</th>{"".join([capacity_td(a, none) for a in row.answers])}</tr>\n    '
+                           for row in rows]))
+
+
+def fact_fields(fields: list[runview.Field]) -> Markup:
+    """A facts section's label/value pairs as `<div><dt><dd>`s, each on a line of its own as
+    _matrix.html indents them; one filter call for the ~20 fields of a run page."""
+    return Markup("".join([f"\n        <div><dt>{escape_output(field.label)}</dt><dd>{escape_output(field.value)}</dd></div>" for field in fields]))
+
+
 def make_environment(templates: Path) -> jinja2.Environment:
     """Autoescaping, strict environment: every string a page shows is escaped."""
     env = SiteEnvironment(
@@ -133,10 +170,12 @@ def make_environment(templates: Path) -> jinja2.Environment:
         auto_reload=False,  # a build reads each template once: no stat of its file at every include
         cache_size=-1,  # a dict of the site's few dozen templates, not an LRU cache that takes a lock at every include
     )
-    env.filters["status_class"] = status_class
     env.filters["table_rows"] = table_rows
     env.filters["matrix_rows"] = matrix_rows
     env.filters["ratio_rows"] = ratio_rows
+    env.filters["capacity_rows"] = capacity_rows
+    env.filters["fact_fields"] = fact_fields
+    env.filters["prefill_items"] = prefill_items
     env.globals["site_name"] = SITE_NAME
     env.globals["page_text"] = PAGE_TEXT  # the fixed words of #matrix, which the page importer finds again
     return env
