@@ -20,6 +20,7 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 
 _SCALE = (1, 10, 100)  # 10 ** places
 _SPECS = (",.0f", ",.1f", ",.2f")  # the format of each number of places, made once rather than per figure
+_PLAIN = (".0f", ".1f", ".2f")  # the same without thousands commas
 
 
 def _fixed(value: float, places: int) -> str:
@@ -34,7 +35,8 @@ def _fixed(value: float, places: int) -> str:
     scaled = value * _SCALE[places]
     # Below 1e9 the product is off by < 1.2e-7: a margin of 1e-6 leaves the side of the half certain.
     if -1e9 < scaled < 1e9 and abs(scaled % 1.0 - 0.5) > 1e-6:
-        return format(value, _SPECS[places])
+        # Under 999 no comma can show, and a format without grouping is a third cheaper: most figures are.
+        return format(value, _PLAIN[places] if -999 < value < 999 else _SPECS[places])
     return format(_round_decimal(value, places), _SPECS[places])
 
 
