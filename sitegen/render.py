@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import jinja2
+import msgspec
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.nodes import Expr
 from markupsafe import Markup, escape
@@ -62,19 +63,31 @@ class SiteEnvironment(jinja2.Environment):
 def matrix_td(cell: runview.MatrixCell, compact: bool) -> str:
     """One decode matrix cell as `<td>`, escaped: status class, heat tint, failure reason as its title,
     then value, status word and TTFT (not in the `compact` form comparisons show)."""
-    html = f'<td class="cell status-{escape_output(status_class(cell.status))}"'
+    cell = _escaped_texts(cell)
+    html = f'<td class="cell status-{status_class(cell.status)}"'
     if cell.heat is not None:
-        html += f' style="--heat:{escape_output(str(cell.heat))}"'
+        html += f' style="--heat:{cell.heat}"'  # a float's repr: digits, a point, maybe an exponent
     if cell.error:
-        html += f' title="{escape_output(cell.error)}"'
+        html += f' title="{cell.error}"'
     html += ">"
     if cell.value:
-        html += f'<span class="value">{escape_output(cell.value)}</span>'
+        html += f'<span class="value">{cell.value}</span>'
     if cell.note:
-        html += f'<span class="note">{escape_output(cell.note)}</span>'
+        html += f'<span class="note">{cell.note}</span>'
     if cell.ttft and not compact:
-        html += f'<span class="ttft">{escape_output(cell.ttft)}</span>'
+        html += f'<span class="ttft">{cell.ttft}</span>'
     return html + "</td>"
+
+
+_CELL_TEXTS = ("status", "value", "note", "ttft", "error")
+
+
+def _escaped_texts(cell: runview.MatrixCell) -> runview.MatrixCell:
+    """The cell with its texts escaped, all checked in one search: the usual cell (figures and status
+    words) has nothing to escape and is returned as it is."""
+    if _TO_ESCAPE.search("".join([cell.status, cell.value, cell.note, cell.ttft, cell.error or ""])) is None:
+        return cell
+    return msgspec.structs.replace(cell, **{name: str(escape(getattr(cell, name))) for name in _CELL_TEXTS if getattr(cell, name)})
 
 
 def matrix_rows(rows: list[runview.MatrixRow], compact: bool) -> Markup:
