@@ -10,7 +10,7 @@ from typing import Protocol, TypeVar
 import msgspec
 
 from runner.bundle.launch_words import launch_words
-from runner.bundle.schema import Bundle
+from runner.bundle.schema import Bundle, DecodeCell
 from sitegen.runview import Section, sections
 from sitegen.slug import slugify
 from sitegen.summary import valued_by_cell
@@ -161,9 +161,13 @@ def related_pairs(runs: Iterable[R], limit: int = PARTNER_LIMIT, keys: Callable[
     return [pairs[slug] for slug in sorted(pairs)]
 
 
-def totals(bundle: Bundle) -> dict[tuple[int, int], float]:
-    """Total tok/s of the cells with a value, by (context, concurrency)."""
-    return {key: c.total_tok_s for key, c in valued_by_cell(bundle).items()}
+ByCell = dict[tuple[int, int], DecodeCell]
+Valued = tuple[ByCell, ByCell]  # two runs' valued_by_cell: a comparison's views of them make them once
+
+
+def totals(valued: ByCell) -> dict[tuple[int, int], float]:
+    """Total tok/s of a run's cells with a value (valued_by_cell), by (context, concurrency)."""
+    return {key: c.total_tok_s for key, c in valued.items()}
 
 
 def ratio_cell(concurrency: int, a_tok_s: float | None, b_tok_s: float | None) -> RatioCell:
@@ -172,10 +176,11 @@ def ratio_cell(concurrency: int, a_tok_s: float | None, b_tok_s: float | None) -
     return RatioCell(concurrency, a_tok_s, b_tok_s, ratio)
 
 
-def ratio_matrix(a: Bundle, b: Bundle) -> list[RatioRow]:
+def ratio_matrix(a: Bundle, b: Bundle, valued: Valued | None = None) -> list[RatioRow]:
     """Cell-by-cell b / a total tok/s, over the contexts and concurrencies where both runs
-    have a value in at least one cell: rows and columns of nothing but "—" are left out."""
-    ta, tb = totals(a), totals(b)
+    have a value in at least one cell: rows and columns of nothing but "—" are left out.
+    `valued`: the runs' valued_by_cell, where the caller has them (they are made otherwise)."""
+    ta, tb = (totals(v) for v in (valued or (valued_by_cell(a), valued_by_cell(b))))
     shared = ta.keys() & tb.keys()
     contexts = sorted({context for context, _ in shared})
     levels = sorted({n for _, n in shared})

@@ -8,6 +8,7 @@ from runner.bundle import formats as f
 from runner.bundle.schema import Bundle
 from sitegen import charts, compare, runview
 from sitegen.noise import noise_sentence, within_noise
+from sitegen.summary import valued_by_cell
 
 
 def shown_totals(bundle: Bundle, view: runview.RunView) -> dict[tuple[int, int], str]:
@@ -18,12 +19,13 @@ def shown_totals(bundle: Bundle, view: runview.RunView) -> dict[tuple[int, int],
 
 
 def compare_rows(a: Bundle, b: Bundle, noise: dict[tuple[int, int], bool],
-                 views: tuple[runview.RunView, runview.RunView]) -> list[dict]:
+                 views: tuple[runview.RunView, runview.RunView], valued: compare.Valued | None = None) -> list[dict]:
     """The ratio matrix as display rows: "1.23×" and a direction class per cell; "≈" marks a
-    difference within the noise of the runs' repeats. Each run's tok/s are the texts of its view."""
+    difference within the noise of the runs' repeats. Each run's tok/s are the texts of its view;
+    `valued` as ratio_matrix takes it."""
     shown_a, shown_b = shown_totals(a, views[0]), shown_totals(b, views[1])
     rows = []
-    for row in compare.ratio_matrix(a, b):
+    for row in compare.ratio_matrix(a, b, valued):
         cells = []
         for cell in row.cells:
             key = (row.context_tokens, cell.concurrency)
@@ -43,11 +45,12 @@ def compare_page(a: Bundle, b: Bundle, why: str, views: tuple[runview.RunView, r
                  decode_blocks: tuple[Markup, Markup]) -> dict:
     """Everything compare.html reads of two runs: `a` is the baseline; the decode blocks are
     the runs' compact matrices, rendered once per run and shared by its comparisons."""
-    verdicts = within_noise(a, b)
+    valued = (valued_by_cell(a), valued_by_cell(b))
+    verdicts = within_noise(a, b, valued)
     return {
         "a": a, "b": b, "why": why, "view_a": views[0], "view_b": views[1],
         "decode_a": decode_blocks[0], "decode_b": decode_blocks[1],
-        "ratios": compare_rows(a, b, verdicts, views), "diffs": compare.field_diffs(a, b, (views[0].sections, views[1].sections)), "noise": noise_sentence(verdicts),
+        "ratios": compare_rows(a, b, verdicts, views, valued), "diffs": compare.field_diffs(a, b, (views[0].sections, views[1].sections)), "noise": noise_sentence(verdicts),
     }
 
 

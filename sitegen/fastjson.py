@@ -23,8 +23,13 @@ _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 def _other_notation(data: bytes) -> bool:
     """Whether msgspec's JSON may hold a number that repr writes otherwise: one with an exponent or a
     decimal below 1e-4, whose shapes bytes' own searches find (a pattern took as long as json.dumps
-    itself). A string can hold them too ("#4e79a7"): then only the text outside strings is searched."""
-    return _has_shapes(data) and _has_shapes(_outside_strings(data))
+    itself). A string can hold them too ("#4e79a7", in every chart's colours): then only the shapes
+    found outside strings count."""
+    if not _has_shapes(data):
+        return False
+    unescaped = data.replace(b"\\\\", b"").replace(b'\\"', b"")  # what is left of a quote delimits a string
+    zeros = unescaped.translate(_DIGITS_AS_ZERO)
+    return _outside_strings(unescaped, b"0.0000") or _outside_strings(zeros, b"0e0") or _outside_strings(zeros, b"0e-")
 
 
 def _has_shapes(data: bytes) -> bool:
@@ -35,10 +40,18 @@ def _has_shapes(data: bytes) -> bool:
     return b"0e0" in zeros or b"0e-" in zeros
 
 
-def _outside_strings(data: bytes) -> bytes:
-    """The text of a JSON document outside its strings: numbers, true, false, null and punctuation."""
-    unescaped = data.replace(b"\\\\", b"").replace(b'\\"', b"")  # what is left of a quote delimits a string
-    return b"".join(unescaped.split(b'"')[::2])
+def _outside_strings(text: bytes, shape: bytes) -> bool:
+    """Whether `shape` occurs outside the strings of a JSON text whose escaped quotes and backslashes are
+    taken out: where an even number of quotes precede it. Counting quotes leaves the text in one piece
+    (splitting it at every quote made an object of each string, most of the check's time)."""
+    quotes, counted = 0, 0
+    at = text.find(shape)
+    while at != -1:
+        quotes += text.count(b'"', counted, at)
+        if quotes % 2 == 0:
+            return True
+        counted, at = at, text.find(shape, at + 1)
+    return False
 
 
 def compact_json(value: Any) -> str:

@@ -7,6 +7,7 @@ more than the noise when their ranges overlap. Comparison pages mark those cells
 from __future__ import annotations
 
 from runner.bundle.schema import Bundle, DecodeCell
+from sitegen.compare import Valued
 from sitegen.summary import valued_by_cell
 from sitegen.tail_view import repeats_of, total_range
 
@@ -16,12 +17,13 @@ def noise_range(cell: DecodeCell) -> tuple[float, float]:
     return total_range(cell) or (cell.total_tok_s, cell.total_tok_s)
 
 
-def within_noise(a: Bundle, b: Bundle) -> dict[tuple[int, int], bool]:
+def within_noise(a: Bundle, b: Bundle, valued: Valued | None = None) -> dict[tuple[int, int], bool]:
     """For each cell with a value in both runs and repeats in at least one: do the two ranges of
-    total tok/s overlap? Where they do, the difference between the runs lies within the noise."""
-    cells_a = valued_by_cell(a)
+    total tok/s overlap? Where they do, the difference between the runs lies within the noise.
+    `valued`: the runs' valued_by_cell, where the caller has them (they are made otherwise)."""
+    cells_a, cells_b = valued or (valued_by_cell(a), valued_by_cell(b))
     verdicts = {}
-    for key, cell_b in valued_by_cell(b).items():
+    for key, cell_b in cells_b.items():
         cell_a = cells_a.get(key)
         if cell_a is None or not (repeats_of(cell_a) or repeats_of(cell_b)):
             continue

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import jinja2
+import msgspec
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.nodes import Expr
 from markupsafe import Markup, escape
@@ -14,6 +15,7 @@ from runner.bundle import formats as f
 from runner.bundle.display import PAGE_TEXT, status_slug
 from runner.bundle.schema import Bundle
 from sitegen import runview
+from sitegen.capacity import Answer, PresetRow
 
 DEFAULT_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 SITE_NAME = "speed-matrix"
@@ -58,33 +60,59 @@ class SiteEnvironment(jinja2.Environment):
     escape_output = staticmethod(escape_output)
 
 
-def matrix_td(cell: runview.MatrixCell, compact: bool) -> Markup:
-    """One decode matrix cell as `<td>`: status class, heat tint, failure reason as its title, then
-    value, status word and TTFT (not in the `compact` form comparisons show).
-
-    Written here rather than in _decode.html: a page and its comparisons show ~150 cells, and
-    a template spends a dozen output steps on each.
-    """
-    html = f'<td class="cell status-{escape_output(status_class(cell.status))}"'
+def matrix_td(cell: runview.MatrixCell, compact: bool) -> str:
+    """One decode matrix cell as `<td>`, escaped: status class, heat tint, failure reason as its title,
+    then value, status word and TTFT (not in the `compact` form comparisons show)."""
+    cell = _escaped_texts(cell)
+    html = f'<td class="cell status-{status_class(cell.status)}"'
     if cell.heat is not None:
-        html += f' style="--heat:{escape_output(str(cell.heat))}"'
+        html += f' style="--heat:{cell.heat}"'  # a float's repr: digits, a point, maybe an exponent
     if cell.error:
-        html += f' title="{escape_output(cell.error)}"'
+        html += f' title="{cell.error}"'
     html += ">"
     if cell.value:
-        html += f'<span class="value">{escape_output(cell.value)}</span>'
+        html += f'<span class="value">{cell.value}</span>'
     if cell.note:
-        html += f'<span class="note">{escape_output(cell.note)}</span>'
+        html += f'<span class="note">{cell.note}</span>'
     if cell.ttft and not compact:
-        html += f'<span class="ttft">{escape_output(cell.ttft)}</span>'
-    return Markup(html + "</td>")
+        html += f'<span class="ttft">{cell.ttft}</span>'
+    return html + "</td>"
 
 
-def ratio_td(cell: dict) -> Markup:
-    """One ratio matrix cell as `<td>` (compare_view.compare_rows): direction class, both runs'
-    tok/s as its title, the ratio; written here for the same reason as matrix_td."""
-    return Markup(f'<td class="{escape_output(cell["class"])}" title="{escape_output(cell["b"])} vs '
-                  f'{escape_output(cell["a"])} tok/s">{escape_output(cell["text"])}</td>')
+_CELL_TEXTS = ("status", "value", "note", "ttft", "error")
+
+
+def _escaped_texts(cell: runview.MatrixCell) -> runview.MatrixCell:
+    """The cell with its texts escaped, all checked in one search: the usual cell (figures and status
+    words) has nothing to escape and is returned as it is."""
+    if _TO_ESCAPE.search("".join([cell.status, cell.value, cell.note, cell.ttft, cell.error or ""])) is None:
+        return cell
+    return msgspec.structs.replace(cell, **{name: str(escape(getattr(cell, name))) for name in _CELL_TEXTS if getattr(cell, name)})
+
+
+def matrix_rows(rows: list[runview.MatrixRow], compact: bool) -> Markup:
+    """The decode matrix's body: a `<tr>` per context, its label then its matrix_td cells, each row on
+    a line of its own as _decode.html indents them.
+
+    Written here rather than as loops in _decode.html: a page and its comparisons show ~150 cells,
+    and a template spends an output step on each, a Markup on each filter's result.
+    """
+    return Markup("".join([f'\n      <tr><th scope="row">{escape_output(row.label)}</th>'
+                           f'{"".join([matrix_td(cell, compact) for cell in row.cells])}</tr>\n    ' for row in rows]))
+
+
+def ratio_td(cell: dict) -> str:
+    """One ratio matrix cell as `<td>` (compare_view.compare_rows), escaped: direction class, both
+    runs' tok/s as its title, the ratio."""
+    return (f'<td class="{escape_output(cell["class"])}" title="{escape_output(cell["b"])} vs '
+            f'{escape_output(cell["a"])} tok/s">{escape_output(cell["text"])}</td>')
+
+
+def ratio_rows(rows: list[dict]) -> Markup:
+    """The ratio matrix's body: a `<tr>` per context, its label then its ratio_td cells; one filter
+    call for the whole matrix, as matrix_rows."""
+    return Markup("".join([f'<tr><th scope="row">{escape_output(row["label"])}</th>{"".join([ratio_td(cell) for cell in row["cells"]])}</tr>'
+                           for row in rows]))
 
 
 def table_cells(row: list[str]) -> Markup:
@@ -94,6 +122,52 @@ def table_cells(row: list[str]) -> Markup:
     """
     escaped = row if _TO_ESCAPE.search("".join(row)) is None else map(escape_output, row)
     return Markup(f"<td>{'</td><td>'.join(escaped)}</td>")
+
+
+def table_rows(rows: list[list[str]]) -> Markup:
+    """The measurements table's rows as `<tr>`s, each classed by its status (row[3]) and followed by
+    the line break and indent that separate rows in _measurements.html.
+
+    Written here rather than as a template loop: a run page has ~60 rows, and the loop spent five
+    output steps on each.
+    """
+    return Markup("".join([f'<tr class="status-{escape_output(status_class(row[3]))}">{table_cells(row)}</tr>\n    ' for row in rows]))
+
+
+def prefill_li(item: runview.PrefillItem) -> str:
+    """One prefill item as `<li>`, escaped: status class, failure reason as its title, label, value, TTFT."""
+    title = f' title="{escape_output(item.error)}"' if item.error else ""
+    ttft = f'<span class="ttft">{escape_output(item.ttft)}</span>' if item.ttft else ""
+    return (f'<li class="status-{escape_output(status_class(item.status))}"{title}><span class="label">{escape_output(item.label)}</span> '
+            f'<strong class="value">{escape_output(item.value)}</strong> {ttft}</li>')
+
+
+def prefill_items(items: list[runview.PrefillItem]) -> Markup:
+    """The prefill list's items, each on a line of its own as _prefill.html indents them; one filter
+    call instead of a dozen template steps an item."""
+    return Markup("".join([f"\n    {prefill_li(item)}\n  " for item in items]))
+
+
+def capacity_td(found: Answer, none: str) -> str:
+    """One answer of the capacity table as `<td>`, escaped: requests at once and the throughput then,
+    or `none` where no cell meets the target."""
+    if not found.qualified:
+        return f'<td><span class="none">{escape_output(none)}</span></td>'
+    return (f'<td><span class="value">{escape_output(found.requests)} at once</span><span class="sub">'
+            f'{escape_output(found.total)} tok/s · {escape_output(found.per_gpu)} per GPU</span></td>')
+
+
+def capacity_rows(rows: list[PresetRow], none: str) -> Markup:
+    """The capacity table's body: a `<tr>` per context, its label then an answer per preset, each row
+    followed by the line break and indent of _capacity.html; one filter call, as table_rows."""
+    return Markup("".join([f'<tr><th scope="row">{escape_output(row.label)}</th>{"".join([capacity_td(a, none) for a in row.answers])}</tr>\n    '
+                           for row in rows]))
+
+
+def fact_fields(fields: list[runview.Field]) -> Markup:
+    """A facts section's label/value pairs as `<div><dt><dd>`s, each on a line of its own as
+    _matrix.html indents them; one filter call for the ~20 fields of a run page."""
+    return Markup("".join([f"\n        <div><dt>{escape_output(field.label)}</dt><dd>{escape_output(field.value)}</dd></div>" for field in fields]))
 
 
 def make_environment(templates: Path) -> jinja2.Environment:
@@ -107,11 +181,14 @@ def make_environment(templates: Path) -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         auto_reload=False,  # a build reads each template once: no stat of its file at every include
+        cache_size=-1,  # a dict of the site's few dozen templates, not an LRU cache that takes a lock at every include
     )
-    env.filters["status_class"] = status_class
-    env.filters["cells"] = table_cells
-    env.filters["matrix_td"] = matrix_td
-    env.filters["ratio_td"] = ratio_td
+    env.filters["table_rows"] = table_rows
+    env.filters["matrix_rows"] = matrix_rows
+    env.filters["ratio_rows"] = ratio_rows
+    env.filters["capacity_rows"] = capacity_rows
+    env.filters["fact_fields"] = fact_fields
+    env.filters["prefill_items"] = prefill_items
     env.globals["site_name"] = SITE_NAME
     env.globals["page_text"] = PAGE_TEXT  # the fixed words of #matrix, which the page importer finds again
     return env

@@ -19,6 +19,8 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 
 
 _SCALE = (1, 10, 100)  # 10 ** places
+_SPECS = (",.0f", ",.1f", ",.2f")  # the format of each number of places, made once rather than per figure
+_PLAIN = (".0f", ".1f", ".2f")  # the same without thousands commas
 
 
 def _fixed(value: float, places: int) -> str:
@@ -32,9 +34,10 @@ def _fixed(value: float, places: int) -> str:
     """
     scaled = value * _SCALE[places]
     # Below 1e9 the product is off by < 1.2e-7: a margin of 1e-6 leaves the side of the half certain.
-    if abs(scaled) < 1e9 and abs(scaled - math.floor(scaled) - 0.5) > 1e-6:
-        return f"{value:,.{places}f}"
-    return f"{_round_decimal(value, places):,.{places}f}"
+    if -1e9 < scaled < 1e9 and abs(scaled % 1.0 - 0.5) > 1e-6:
+        # Under 999 no comma can show, and a format without grouping is a third cheaper: most figures are.
+        return format(value, _PLAIN[places] if -999 < value < 999 else _SPECS[places])
+    return format(_round_decimal(value, places), _SPECS[places])
 
 
 def _under_ten_thousand(value: float, tenths: str) -> bool:

@@ -42,3 +42,18 @@ def test_a_matrix_cell_escapes_its_texts_and_leaves_ttft_out_when_compact() -> N
         '<span class="note">Distorted</span><span class="ttft">90 ms TTFT</span></td>'
     )
     assert "ttft" not in matrix_td(cell, compact=True)
+
+
+def test_the_row_filters_escape_what_a_bundle_holds() -> None:
+    """Facts, prefill items and capacity answers are written by filters, not template outputs: each
+    text a bundle can carry is escaped there."""
+    from sitegen.capacity import Answer
+    from sitegen.render import capacity_td, fact_fields, prefill_li
+    from sitegen.runview import Field, PrefillItem
+
+    assert "<dd>&lt;b&gt;&amp;</dd>" in fact_fields([Field("GPU", "<b>&")])
+    item = PrefillItem("8K context", "Failed", "", "Failed", 'timed "out" <x>')
+    assert prefill_li(item) == ('<li class="status-failed" title="timed &#34;out&#34; &lt;x&gt;"><span class="label">8K context</span> '
+                                '<strong class="value">Failed</strong> </li>')
+    found = Answer(context="8K", requests="<4>", total="1.0", per_gpu="—", usd="—", qualified=True)
+    assert "&lt;4&gt; at once" in capacity_td(found, "none")
