@@ -154,20 +154,20 @@ def listings_beside(stage: Stage, site: Site, plan: Publication, jobs: int) -> B
     keyed comes back as msgpack, with their phases, for this process to record. In this process with
     one job."""
 
-    def beside() -> None:
+    def write() -> None:
         with phase("listings"):
             write_listings(stage, site, plan)
         with phase("downloads"):
             write_downloads(stage, site, plan)
 
-    def listings() -> bytes:
+    def run() -> bytes:
         since = phases.mark()
         with collector_paused():
-            done = recorded(stage, plan, beside)
+            done = recorded(stage, plan, write)
         return msgspec.msgpack.encode((done, phases.taken(since)))
 
     stage.kept  # the kept stage's check is settled here, not in the forked process
-    return Beside(listings, fork=jobs > 1)
+    return Beside(run, fork=jobs > 1)
 
 
 def listings_written(listings: Beside) -> Recorded:
@@ -200,10 +200,9 @@ class Ranking(msgspec.Struct):
 def ranking_ahead(site: Site, plan: Publication) -> Ranking:
     """The ranking's runs by id and its key, and its first screen when the key is not the previous
     build's: worked out while the kept stage is still being checked, as it needs no file of the site."""
-    by_id = sorted(site.entries, key=lambda e: e.id)
-    ranking = Ranking(by_id, digest(site.runs_key(site.entries), site.context_key))
+    ranking = Ranking(site.by_id, digest(site.runs_key(site.entries), site.context_key))
     if plan.changed(RANKING.path, ranking.key):
-        ranking.view, ranking.worked = first_ranked(by_id), True
+        ranking.view, ranking.worked = first_ranked(site.by_id), True
     return ranking
 
 
@@ -248,9 +247,8 @@ def write_run_lists(stage: Stage, site: Site, plan: Publication) -> None:
     its summary)."""
     key = site.runs_key(site.entries)
     if not all([plan.unchanged(path, key) for path in ("runs.json", "runs.csv")]):  # a list: both keys recorded
-        by_id = sorted(site.entries, key=lambda e: e.id)
-        stage.write("runs.json", exports.runs_json([e.listed_json for e in by_id]))
-        stage.write("runs.csv", exports.runs_csv(e.listed_csv for e in by_id))
+        stage.write("runs.json", exports.runs_json([e.listed_json for e in site.by_id]))
+        stage.write("runs.csv", exports.runs_csv(e.listed_csv for e in site.by_id))
 
 
 def write_feed(stage: Stage, site: Site, plan: Publication) -> None:

@@ -185,9 +185,8 @@ def read_cache(out: Path, code: str) -> Cache:
             shard = _recalled(out / CACHE_DIR / name, list[RunEntry], unreadable)
             entries += shard if isinstance(shard, list) else []
         pairs = _recalled(out / CACHE_PAIRS, list[tuple[str, str, str]], unreadable)
-    if not isinstance(pairs, list):
-        return Cache(code, entries, context=head.context, unreadable=unreadable, pages=head.pages)
-    return Cache(code, entries, head.relations, pairs, head.context, unreadable, head.pages)
+    relations, pairs = (head.relations, pairs) if isinstance(pairs, list) else ("", [])  # no pairs: chosen again
+    return Cache(code, entries, relations, pairs, head.context, unreadable, head.pages)
 
 
 def write_cache(stage: Stage, plan: Publication, cache: Cache, unreadable: list[str]) -> dict[str, object]:

@@ -31,6 +31,7 @@ class Site(msgspec.Struct, kw_only=True):
     shared_key: str = ""
     steady: frozenset[str] = frozenset()  # runs whose pages' keys are the previous build's (catalog.steady_runs)
     decoded: list[RunSummary] = []
+    in_id_order: list[RunEntry] = []
 
     @property
     def summaries(self) -> list[RunSummary]:
@@ -38,6 +39,13 @@ class Site(msgspec.Struct, kw_only=True):
         if len(self.decoded) != len(self.entries):
             self.decoded = [e.run_summary() for e in self.entries]
         return self.decoded
+
+    @property
+    def by_id(self) -> list[RunEntry]:
+        """The runs in id order (the ranking's and the run lists'), sorted once, when first asked."""
+        if len(self.in_id_order) != len(self.entries):
+            self.in_id_order = sorted(self.entries, key=lambda e: e.id)
+        return self.in_id_order
 
     def runs_key(self, entries: list[RunEntry]) -> str:
         """What an output rendered from these runs depends on: the code and each run's fingerprint (which
