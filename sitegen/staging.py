@@ -105,9 +105,10 @@ class Stage:
         except FileExistsError:
             os.unlink(target)
             descriptor = os.open(target, flags, 0o644)
-        with open(descriptor, "wb", closefd=False) as file:
-            file.write(data.encode() if isinstance(data, str) else data)
         try:
+            left = memoryview(data.encode() if isinstance(data, str) else data)  # written by the descriptor: no file object a file
+            while left:
+                left = left[os.write(descriptor, left):]
             self.written[relative] = os.fstat(descriptor).st_ino
         finally:
             os.close(descriptor)
