@@ -86,11 +86,9 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
                     code=code,
                 )
                 site.steady = steady_runs(entries, cache, relations, site.context_key)
-            with collector_paused(), phase("ranking (ahead)"):
-                ranking = ranking_ahead(site, plan)
             with listings_beside(stage, site, plan, jobs) as listings:  # stopped if the build fails first
                 write_run_pages(stage, site, plan, jobs, progress)
-                cached = write_site_pages(stage, site, plan, templates, cache, relations, ranking)
+                cached = write_site_pages(stage, site, plan, templates, cache, relations)
                 with phase("listings (waited for)"):
                     plan.add(stage, listings_written(listings))
         for path, value in cached.items():
@@ -116,13 +114,10 @@ def write_run_pages(stage: Stage, site: Site, plan: Publication, jobs: int, prog
         render_pages(stage, Renderer(site, stage), tasks, jobs, progress)
 
 
-def write_site_pages(stage: Stage, site: Site, plan: Publication, templates: Path, cache: Cache, relations: str,
-                     ranking: Ranking) -> dict[str, object]:
-    """The ranking, the content pages, the listings' sort orders, the static files and the build cache;
-    returns the cache files' values by site path (write_cache)."""
+def write_site_pages(stage: Stage, site: Site, plan: Publication, templates: Path, cache: Cache, relations: str) -> dict[str, object]:
+    """The content pages, the listings' sort orders, the static files and the build cache; returns the
+    cache files' values by site path (write_cache)."""
     with collector_paused():  # the site-wide pages decode and sort every run's record: many objects, no cycles
-        with phase("ranking"):
-            write_ranking(stage, site, plan, ranking)
         with phase("content pages"):
             write_content_pages(stage, site)
         with phase("sort orders"):
@@ -149,12 +144,14 @@ def read_runs(runs: Path, out: Path, code: str, jobs: int, progress: Progress) -
 
 
 def listings_beside(stage: Stage, site: Site, plan: Publication, jobs: int) -> Beside:
-    """The listings and the downloads written in a forked process while this one plans and renders the
-    other pages (the two halves of a rebuild's work about even at 10,000 runs); what they wrote and
-    keyed comes back as msgpack, with their phases, for this process to record. In this process with
-    one job."""
+    """The ranking, the listings and the downloads written in a forked process while this one plans and
+    renders the other pages (the two halves of a rebuild's work about even at 10,000 runs); what they
+    wrote and keyed comes back as msgpack, with their phases, for this process to record. In this
+    process with one job."""
 
     def write() -> None:
+        with phase("ranking"):
+            write_ranking(stage, site, plan)
         with phase("listings"):
             write_listings(stage, site, plan)
         with phase("downloads"):
@@ -188,43 +185,24 @@ def runs_folder(content: Path) -> Path:
     return runs
 
 
-class Ranking(msgspec.Struct):
-    """The ranking page's runs (by id) and key, and its first screen where it was worked out ahead."""
-
-    runs: list[RunEntry]
-    key: str
-    view: RankingView | None = None
-    worked: bool = False
-
-
-def ranking_ahead(site: Site, plan: Publication) -> Ranking:
-    """The ranking's runs by id and its key, and its first screen when the key is not the previous
-    build's: worked out while the kept stage is still being checked, as it needs no file of the site."""
-    ranking = Ranking(site.by_id, digest(site.runs_key(site.entries), site.context_key))
-    if plan.changed(RANKING.path, ranking.key):
-        ranking.view, ranking.worked = first_ranked(site.by_id), True
-    return ranking
-
-
 def first_ranked(by_id: list[RunEntry]) -> RankingView | None:
     """The ranking's first screen, from each run's standing made when its bundle was read."""
     return ranking_view(msgspec.json.decode(b"[" + b",".join(e.standing for e in by_id) + b"]", type=list[Standing]))
 
 
-def write_ranking(stage: Stage, site: Site, plan: Publication, ranking: Ranking) -> None:
+def write_ranking(stage: Stage, site: Site, plan: Publication) -> None:
     """The ranking page: its first screen of runs by capacity at one context and target, and the data
     chunks its script ranks every run with, from each run's records made when its bundle was read
     (catalog: its standing at the page's own target and its chunk record). Each chunk is written only
     when one of its runs changed, the page when any did."""
     chunks = []
-    for index, members in enumerate(ranking_chunks(ranking.runs)):
+    for index, members in enumerate(ranking_chunks(site.by_id)):
         chunks.append(path := f"{RANKING.path}runs-{index}.js")
         if not plan.unchanged(path, site.runs_key(members)):
             stage.write(path, ranking_script(index, [e.ranked for e in members]))
-    if plan.unchanged(RANKING.path, ranking.key):
+    if plan.unchanged(RANKING.path, digest(site.runs_key(site.entries), site.context_key)):
         return
-    write_page(stage, site, "ranking.html", RANKING, ranking=ranking.view if ranking.worked else first_ranked(ranking.runs),
-               chunks=" ".join(RANKING.urls.to(path) for path in chunks))
+    write_page(stage, site, "ranking.html", RANKING, ranking=first_ranked(site.by_id), chunks=" ".join(RANKING.urls.to(path) for path in chunks))
 
 
 def write_content_pages(stage: Stage, site: Site) -> None:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import msgspec
 
-from sitegen import memo
+from sitegen import memo, stage_check
 from sitegen.cache import collector_paused
 from sitegen.errors import InputError
 from sitegen.parallel import Beside
@@ -59,6 +59,7 @@ class Stage:
         self._kept: dict[str, int] = {}
         self.written: dict[str, int] = {}  # files written by this build, with their inodes
         self.linked: dict[str, int] = {}  # files of the published site linked in (or copied), with their inodes
+        self.removed: list[str] = []  # kept files removed, as the new site does not have them
         self._folders: set[str] = set()  # folders already checked and made: a site writes thousands of files into each
 
     @property
@@ -135,6 +136,7 @@ class Stage:
         """Remove a kept file the new site no longer has, and the folders it leaves empty."""
         os.unlink(f"{self.root}/{relative}")
         del self.kept[relative]
+        self.removed.append(relative)
         folder = relative.rpartition("/")[0]
         while folder:
             try:
@@ -152,7 +154,7 @@ class Publication:
     rendered only when its key differs from the previous build's, or a file of it is missing.
     """
 
-    def __init__(self, out: Path, record: _InodesFile | None = None) -> None:
+    def __init__(self, out: Path, record: _Record | None = None) -> None:
         self.out = out
         self.old, recorded = _read_published(out, record)  # output -> (key, files); the files' inodes as recorded
         self.walked = bool(self.old) and recorded is None
@@ -326,18 +328,20 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
     check_output(out, sources)
     stage_lock = tmp = check = None
     checked: dict[str, int] = {}  # the published files' inodes the stage is checked against
+    found = stage_check.Checked([], {}, [])  # the check's findings: the stage's folders by snapshot, and those it changed
     adopted = False
 
     def settle() -> tuple[Path, dict[str, int]]:
         """The checked stage's folder and files; a stage that could not be checked is not used: removed,
         and a fresh one made."""
-        nonlocal tmp, stage_lock, adopted
+        nonlocal tmp, stage_lock, adopted, found
         assert check is not None and tmp is not None and stage_lock is not None
         with phase("stage: check (waited for)"):
-            missing = msgspec.msgpack.decode(check.result(), type=list[str] | None)
-        if missing is not None and checked is publication.published:  # (not when the manifest was refused since)
-            publication.lacking(missing)
-            return tmp, _without(publication.published, missing)
+            result = msgspec.msgpack.decode(check.result(), type=stage_check.Checked | None)
+        if result is not None and checked is publication.published:  # (not when the manifest was refused since)
+            found = result
+            publication.lacking(result.missing)
+            return tmp, _without(publication.published, result.missing)
         shutil.rmtree(tmp, ignore_errors=True)
         os.close(stage_lock)
         tmp = stage_lock = None
@@ -357,19 +361,22 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
                 os.close(stage_lock)
                 stage_lock, adopted = held, True
                 if record is not None:  # checked from the record while the manifest is decoded
-                    check, checked = Beside(functools.partial(_checked, tmp, record.files)), record.files
+                    check, checked = Beside(functools.partial(_checked, tmp, record.files, record)), record.files
             publication = Publication(out, record)
             if held is not None and check is None:
-                check, checked = Beside(functools.partial(_checked, tmp, publication.published)), publication.published
+                check, checked = Beside(functools.partial(_checked, tmp, publication.published, None)), publication.published
         stage = publication.stage = Stage(tmp, settle if check else None)
         yield stage, publication
         with phase("stage: link, manifest"):
             publication.finish(stage)
+        with phase("stage: folder snapshots"):
+            folders = stage_check.retaken(str(stage.root), found.folders, _changed_folders(stage, found.changed))
         os.chmod(stage.root, 0o755)
         with phase("stage: swap"):
             _swap(stage.root, out)
-            _record_inodes(stage.root, out, publication.inodes)
-            memo.remember(out / MANIFEST, (publication.outputs, publication.inodes))
+            kept = _record(out, publication.inodes, folders, record if record is not None and publication.published is record.files else None)
+            _record_inodes(stage.root, kept.stored)
+            memo.remember(out / MANIFEST, (publication.outputs, kept))
         adopted = True  # the stage holds the previous site now: kept for the next build
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
@@ -383,14 +390,23 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
             os.close(stage_lock)
 
 
-def _checked(root: Path, published: dict[str, int]) -> bytes:
-    """`_verified` as msgpack: the published files the stage does not have (the files it keeps are the
-    published ones less these: a few, where sending the 65,000 kept ones cost 45 ms); nil where the
-    stage cannot be checked (an entry that cannot be read or removed)."""
+def _checked(root: Path, published: dict[str, int], record: _Record | None) -> bytes:
+    """The kept stage's check (stage_check.check) as msgpack; `record`, where the published site's build
+    left one, holds the stage as its own build published it. Nil where the stage cannot be checked
+    (an entry that cannot be read or removed)."""
+    files, folders = ({}, {}) if record is None else (
+        msgspec.msgpack.decode(record.stored.stage_files, type=dict[str, int]),
+        msgspec.msgpack.decode(record.stored.stage_folders, type=stage_check.Folders))
     try:
-        return msgspec.msgpack.encode(sorted(published.keys() - _verified(root, published).keys()))
+        return msgspec.msgpack.encode(stage_check.check(str(root), published, files, folders))
     except OSError:
         return msgspec.msgpack.encode(None)
+
+
+def _changed_folders(stage: Stage, checked: list[str]) -> set[str]:
+    """The folders of the stage a build wrote, linked or removed files in, and those its check changed."""
+    paths = itertools.chain(stage.written, stage.linked, stage.removed)
+    return {path.rpartition("/")[0] for path in paths} | set(checked)
 
 
 def _without(files: dict[str, int], missing: list[str]) -> dict[str, int]:
@@ -421,45 +437,23 @@ def _adopt(kept: Path, tmp: Path) -> int | None:
     return descriptor
 
 
-def _verified(root: Path, published: dict[str, int]) -> dict[str, int]:
-    """Keep in a stage only the plain files that are the published site's own (same path, same inode:
-    hard links of the published files); everything else goes, links and strays included."""
-    return _walk(root, keep=lambda relative, inode: published.get(relative) == inode, remove=True)
-
-
-def _walk(root: Path, keep: Callable[[str, int], bool], remove: bool) -> dict[str, int]:
-    """The plain files under root that `keep` accepts, by relative path, with their inodes; with
-    `remove`, every other entry (and each folder left empty) is removed.
-
-    Walked by folder descriptors, never following a link, so a folder swapped for a link while
-    this runs cannot redirect a removal outside root; types and inodes come from the folder
-    listings, so no file is stat-ed.
-    """
+def _plain_files(root: Path) -> dict[str, int]:
+    """Every plain file under a folder by its path there, with its inode; links are not followed, and
+    types and inodes come from the folder listings, so no file is stat-ed."""
     found: dict[str, int] = {}
 
-    def walk(folder: int, prefix: str) -> bool:
-        """One folder; True when nothing is left in it."""
-        empty = True
+    def walk(folder: int, prefix: str) -> None:
         with os.scandir(folder) as listing:
             entries = list(listing)
         for entry in entries:
-            relative = prefix + entry.name
             if entry.is_dir(follow_symlinks=False):
                 inner = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
                 try:
-                    left_empty = walk(inner, relative + "/")
+                    walk(inner, prefix + entry.name + "/")
                 finally:
                     os.close(inner)
-                if left_empty and remove:
-                    os.rmdir(entry.name, dir_fd=folder)
-                else:
-                    empty = False
-            elif entry.is_file(follow_symlinks=False) and keep(relative, inode := entry.inode()):
-                found[relative] = inode
-                empty = False
-            elif remove:
-                os.unlink(entry.name, dir_fd=folder)
-        return empty
+            elif entry.is_file(follow_symlinks=False):
+                found[prefix + entry.name] = entry.inode()
 
     try:
         top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -571,7 +565,7 @@ class _ManifestFile(msgspec.Struct, array_like=True):
     outputs: Manifest = {}
 
 
-def _read_published(out: Path, record: _InodesFile | None) -> tuple[Manifest, dict[str, int] | None]:
+def _read_published(out: Path, record: _Record | None) -> tuple[Manifest, dict[str, int] | None]:
     """The previous build's outputs, each with its key and files, and that build's record of its
     files' inodes (`record`, read by _recorded) where it belongs to this very manifest file; no
     outputs when the manifest is missing, unreadable or of another version.
@@ -582,7 +576,7 @@ def _read_published(out: Path, record: _InodesFile | None) -> tuple[Manifest, di
     """
     remembered = memo.recall(out / MANIFEST)  # what this process published last, while it is still there
     if remembered is not None:
-        return remembered  # type: ignore[return-value]
+        return remembered[0], remembered[1].files  # type: ignore[index]
     try:
         with open(os.open(out / MANIFEST, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as file:
             found = os.fstat(file.fileno())
@@ -609,9 +603,30 @@ def _well_formed(outputs: Manifest) -> bool:
     return len(set(names)) == len(names) and _all_inside(names)
 
 
+_NOTHING = msgspec.Raw(msgspec.msgpack.encode({}))
+
+
 class _InodesFile(msgspec.Struct, array_like=True):
+    """The record a build leaves in the kept stage: the site it published, its files by inode and its
+    folders by snapshot (stage_check), and the site before it, which the kept stage holds, as that was
+    published. Kept as msgpack until needed: the check decodes the stage's part, in its own process."""
+
     manifest: tuple[int, int]  # the manifest file's inode and change time (which no one can set)
+    files: msgspec.Raw
+    folders: msgspec.Raw = _NOTHING
+    stage_files: msgspec.Raw = _NOTHING
+    stage_folders: msgspec.Raw = _NOTHING
+
+
+class _Record(msgspec.Struct):
+    """A build's record as read, with the published files decoded."""
+
+    stored: _InodesFile
     files: dict[str, int]
+
+    @property
+    def manifest(self) -> tuple[int, int]:
+        return self.stored.manifest
 
 
 _INODES = ".published-inodes"  # in the kept stage: the published site's files by inode
@@ -622,39 +637,43 @@ def _manifest_stamp(out: Path) -> tuple[int, int]:
     return (found.st_ino, found.st_ctime_ns)
 
 
-def _recorded(out: Path) -> _InodesFile | None:
+def _recorded(out: Path) -> _Record | None:
     """The published files' inodes as their build recorded them (in the kept stage, so read before it
     is adopted); None unless that build's manifest is the one published now, by its stamp (not a copy,
     nor another build's). A process that published the site itself remembers the record."""
     remembered = memo.recall(out / MANIFEST)
     if remembered is not None:
-        return _InodesFile(_manifest_stamp(out), remembered[1])  # type: ignore[index]
+        return remembered[1]  # type: ignore[index]
     try:
         manifest = _manifest_stamp(out)
         found = msgspec.msgpack.decode((_kept_stage(out) / _INODES).read_bytes(), type=_InodesFile)
+        return _Record(found, msgspec.msgpack.decode(found.files, type=dict[str, int])) if found.manifest == manifest else None
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return None
-    return found if found.manifest == manifest else None
 
 
-def _record_inodes(stage: Path, out: Path, inodes: dict[str, int]) -> None:
-    """Record the site just published's files by inode, for the next build, in the folder that held
-    the stage and now holds the previous site: kept as the next build's stage, which reads the
-    record before the check removes it with the other files the site does not have. The site is
-    published already: where the record cannot be written (a full disk, or a first build, which
-    leaves no folder behind), there is none, and the next build walks the site instead."""
+def _record_inodes(stage: Path, record: _InodesFile) -> None:
+    """Leave the record of the site just published for the next build, in the folder that held the
+    stage and now holds the previous site: kept as the next build's stage, which reads the record
+    before the check removes it with the other files the site does not have. The site is published
+    already: where the record cannot be written (a full disk, or a first build, which leaves no
+    folder behind), there is none, and the next build walks the site instead."""
     partial = stage / (_INODES + ".partial")
     try:
-        partial.write_bytes(msgspec.msgpack.encode(_InodesFile(_manifest_stamp(out), inodes)))
+        partial.write_bytes(msgspec.msgpack.encode(record))
         os.replace(partial, stage / _INODES)
     except OSError:
         with contextlib.suppress(OSError):
             partial.unlink()
 
 
-def _plain_files(root: Path) -> dict[str, int]:
-    """Every plain file under a folder by its path there, with its inode; links are not followed."""
-    return _walk(root, remove=False, keep=lambda relative, inode: True)
+def _record(out: Path, published: dict[str, int], folders: stage_check.Folders, before: _Record | None) -> _Record:
+    """The record of the site just published at out, with the site before it (`before`, the record the
+    build started from, where it vouched for the stage the build's check used) as that was published."""
+    encode = msgspec.msgpack.encode
+    stored = _InodesFile(_manifest_stamp(out), msgspec.Raw(encode(published)), msgspec.Raw(encode(folders)),
+                         *((before.stored.files, before.stored.folders) if before is not None else ()))
+    return _Record(stored, published)
 
 
 def _folder_output(relative: str, outputs: dict[str, str]) -> str | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+import sitegen.stage_check
 import sitegen.staging
 from sitegen.build import build_site
 from sitegen.errors import InputErrors
@@ -59,6 +60,38 @@ def site_with_stage(tmp_path: Path) -> tuple[Path, Path]:
     build_site(content, out)
     assert _kept(out).is_dir()
     return content, out
+
+
+@pytest.fixture
+def site_with_snapshots(site_with_stage: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A site built four times: the kept stage's record holds its folders' snapshots (kept however
+    recent, as these builds follow each other within milliseconds), so the next check trusts them."""
+    monkeypatch.setattr(sitegen.stage_check, "SETTLED_NS", 0)
+    content, out = site_with_stage
+    for value in (222.2, 333.3):
+        _change_run(content, value)
+        build_site(content, out)
+    return content, out
+
+
+def test_a_rebuild_lists_only_the_kept_stages_folders_that_changed(
+        site_with_snapshots: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    content, out = site_with_snapshots
+    listed = tmp_path / "listed"
+    real = sitegen.stage_check._Checker.visit
+
+    def visit(self: sitegen.stage_check._Checker, folder: int, relative: str, trusted: bool) -> bool:
+        if not trusted:
+            with listed.open("a") as file:  # the check runs in a forked process
+                file.write(relative + "\n")
+        return real(self, folder, relative, trusted)
+
+    monkeypatch.setattr(sitegen.stage_check._Checker, "visit", visit)
+    _change_run(content)
+    build_site(content, out)
+    runs = [p.parent.name for p in (out / "runs").glob("*/index.html")]
+    assert listed.read_text().splitlines() == [""] and len(runs) > 1  # the top only: every other folder's snapshot held
+    assert tree_digest(out) == _fresh(content, tmp_path)
 
 
 def test_a_rebuild_writes_only_the_changed_runs_outputs_and_its_listings(
@@ -112,8 +145,9 @@ def test_a_build_killed_between_update_and_swap_leaves_the_old_site_and_the_next
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site")) == [".site-stage"]
 
 
-def test_a_tampered_stage_is_not_trusted(site_with_stage: tuple[Path, Path], tmp_path: Path) -> None:
-    content, out = site_with_stage
+@pytest.mark.parametrize("built", ["site_with_stage", "site_with_snapshots"])
+def test_a_tampered_stage_is_not_trusted(built: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    content, out = request.getfixturevalue(built)
     stage = _kept(out)
     secret = tmp_path / "secret.txt"
     secret.write_text("outside")
@@ -171,13 +205,13 @@ def test_the_kept_stage_is_checked_in_another_process_while_the_runs_are_read(
         site_with_stage: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     content, out = site_with_stage
     checked_by = tmp_path / "checked-by"
-    real = sitegen.staging._verified
+    real = sitegen.stage_check.check
 
-    def verified(root: Path, published: dict[str, int]) -> dict[str, int]:
+    def check(*args: object) -> sitegen.stage_check.Checked:
         checked_by.write_text(str(os.getpid()))
-        return real(root, published)
+        return real(*args)
 
-    monkeypatch.setattr(sitegen.staging, "_verified", verified)
+    monkeypatch.setattr(sitegen.stage_check, "check", check)
     _change_run(content)
     build_site(content, out)
     assert int(checked_by.read_text()) != os.getpid()
@@ -188,10 +222,10 @@ def test_a_stage_that_cannot_be_checked_is_replaced_by_a_fresh_one(
         site_with_stage: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     content, out = site_with_stage
 
-    def unreadable(root: Path, published: dict[str, int]) -> dict[str, int]:
-        raise PermissionError(13, "Permission denied", str(root / "runs"))
+    def unreadable(root: str, *args: object) -> sitegen.stage_check.Checked:
+        raise PermissionError(13, "Permission denied", f"{root}/runs")
 
-    monkeypatch.setattr(sitegen.staging, "_verified", unreadable)
+    monkeypatch.setattr(sitegen.stage_check, "check", unreadable)
     _change_run(content)
     build_site(content, out)
     assert tree_digest(out) == _fresh(content, tmp_path)

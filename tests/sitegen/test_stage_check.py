@@ -1,0 +1,148 @@
+"""The kept stage's check by folder snapshots: a folder whose snapshot holds is trusted to hold what
+was recorded, any other is listed, and the result is the full listing's whatever was changed."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from sitegen import stage_check
+
+FILES = ["index.html", "runs/a/index.html", "runs/a/bundle.json", "runs/b/index.html", "runs/b/bundle.json",
+         "compare/a-vs-b.html", "data/runs-0.js"]
+
+
+def _tree(root: Path) -> dict[str, int]:
+    """A small published tree; its files by inode."""
+    for relative in FILES:
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(relative)
+    return {relative: (root / relative).stat().st_ino for relative in FILES}
+
+
+def _recorded(root: Path, files: dict[str, int]) -> stage_check.Folders:
+    """The tree's folders by snapshot, as a build records them after writing it."""
+    folders = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_dir()}
+    return stage_check.retaken(str(root), {}, folders)
+
+
+@pytest.fixture(autouse=True)
+def _settled_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trees here are checked just after they are made: snapshots are kept however recent."""
+    monkeypatch.setattr(stage_check, "SETTLED_NS", 0)
+
+
+def _listed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The folders the check lists (rather than trusts)."""
+    listed: list[str] = []
+    real = stage_check._Checker.visit
+
+    def visit(self: stage_check._Checker, folder: int, relative: str, trusted: bool) -> bool:
+        if not trusted:
+            listed.append(relative)
+        return real(self, folder, relative, trusted)
+
+    monkeypatch.setattr(stage_check._Checker, "visit", visit)
+    return listed
+
+
+def _planted(root: Path, outside: Path) -> None:
+    (root / "runs" / "a" / "planted.html").write_text("not the site's")
+
+
+def _deleted(root: Path, outside: Path) -> None:
+    (root / "runs" / "b" / "bundle.json").unlink()
+
+
+def _replaced(root: Path, outside: Path) -> None:
+    (root / "runs" / "a" / "index.html").unlink()
+    (root / "runs" / "a" / "index.html").write_text("a new file where a published one was")
+
+
+def _linked_folder(root: Path, outside: Path) -> None:
+    for path in (root / "runs" / "b").iterdir():
+        path.unlink()
+    (root / "runs" / "b").rmdir()
+    (root / "runs" / "b").symlink_to(outside, target_is_directory=True)
+
+
+def _folder_gone(root: Path, outside: Path) -> None:
+    for path in (root / "runs" / "b").iterdir():
+        path.unlink()
+    (root / "runs" / "b").rmdir()
+
+
+def _new_folder(root: Path, outside: Path) -> None:
+    (root / "runs" / "c").mkdir()
+    (root / "runs" / "c" / "index.html").write_text("planted")
+
+
+@pytest.mark.parametrize("tamper", [_planted, _deleted, _replaced, _linked_folder, _folder_gone, _new_folder])
+def test_a_stage_changed_after_its_snapshots_is_checked_as_a_full_listing_checks_it(
+        tmp_path: Path, tamper: Callable[[Path, Path], None]) -> None:
+    results = []
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("outside the stage")
+    for recorded in (True, False):
+        root = tmp_path / f"stage-{recorded}"
+        root.mkdir()
+        files = _tree(root)
+        folders = _recorded(root, files) if recorded else {}
+        tamper(root, outside)
+        found = stage_check.check(str(root), files, files if recorded else {}, folders)
+        left = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+        results.append((found.missing, left))
+    assert results[0] == results[1]
+    assert (outside / "keep.txt").read_text() == "outside the stage"
+    assert not any(Path(tmp_path, "stage-True", p).is_symlink() for p in results[0][1])
+
+
+def test_an_unchanged_stage_lists_only_its_top_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _tree(tmp_path)
+    folders = _recorded(tmp_path, files)
+    listed = _listed(monkeypatch)
+    found = stage_check.check(str(tmp_path), files, files, folders)
+    assert listed == [""] and found.missing == [] and found.changed == []
+    assert found.folders == folders
+
+
+def test_files_the_published_site_replaced_are_removed_from_a_trusted_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _tree(tmp_path)
+    folders = _recorded(tmp_path, files)
+    published = {**files, "runs/a/index.html": files["runs/a/index.html"] + 10_000_000}  # rendered again since
+    listed = _listed(monkeypatch)
+    found = stage_check.check(str(tmp_path), published, files, folders)
+    assert listed == [""]
+    assert found.missing == ["runs/a/index.html"] and not (tmp_path / "runs" / "a" / "index.html").exists()
+    assert found.changed == ["runs/a"] and found.folders["runs/a"] is None  # its snapshot is taken after the build
+
+
+def test_a_planted_file_changes_its_folders_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _tree(tmp_path)
+    folders = _recorded(tmp_path, files)
+    _planted(tmp_path, tmp_path)
+    listed = _listed(monkeypatch)
+    stage_check.check(str(tmp_path), files, files, folders)
+    assert "runs/a" in listed and "runs/b" not in listed
+    assert not (tmp_path / "runs" / "a" / "planted.html").exists()
+
+
+def test_a_snapshot_taken_just_after_a_change_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stage_check, "SETTLED_NS", 20_000_000)
+    found = os.lstat(tmp_path)
+    assert stage_check.snapshot(found, found.st_ctime_ns + 5_000_000) is None
+    assert stage_check.snapshot(found, found.st_ctime_ns + 25_000_000) == (found.st_ino, found.st_mtime_ns, found.st_ctime_ns)
+
+
+def test_retaken_takes_the_changed_folders_and_those_above_again_and_drops_those_gone(tmp_path: Path) -> None:
+    files = _tree(tmp_path)
+    folders = _recorded(tmp_path, files)
+    _folder_gone(tmp_path, tmp_path)
+    (tmp_path / "runs" / "a" / "new.html").write_text("new")
+    again = stage_check.retaken(str(tmp_path), folders, ["runs/a", "runs/b"])
+    assert "runs/b" not in again and again["compare"] == folders["compare"]
+    assert again["runs/a"] != folders["runs/a"] and again["runs"] != folders["runs"]
