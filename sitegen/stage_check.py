@@ -2,7 +2,7 @@
 
 A stage keeps only the plain files that are hard links of the published site's (the same inode at the
 same path); everything else in it goes, links and strays included. Walking a 10,000-run stage's
-10,000 folders and 65,000 files cost 0.15 to 0.22 s of CPU, and the build waits for it.
+10,000 folders and 65,000 files took 0.24 s of CPU; by the snapshots below, 0.07 s.
 
 A folder's snapshot is its inode and its modification and change times. Adding, removing or renaming
 an entry changes a folder's times, and no one can set a change time back, so a folder whose snapshot
