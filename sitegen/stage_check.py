@@ -9,22 +9,24 @@ an entry changes a folder's times, and no one can set a change time back, so a f
 is the one its build recorded holds the entries it held then: its files are that build's record, and
 the check need only stat it, not list it. A folder whose snapshot differs, or has none, is listed and
 checked file by file. The top folder is always listed (the swap renames it, which changes its time).
+
+A snapshot is kept only if the folder's change time is older than that of a probe file made on the
+same file system after the snapshot was taken: a file system that keeps times to the second (or a
+kernel whose clock ticks coarsely) gives a change made later in the same second the same times, and
+the probe tells which snapshots a later change is sure to alter, by the file system's own clock.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import time
 from collections.abc import Iterable
 
 import msgspec
 
 Snapshot = tuple[int, int, int]  # a folder's inode, modification and change time (ns)
 Folders = dict[str, Snapshot | None]  # every folder of a tree below its top ("runs/x"), None where no snapshot is trusted
-# A snapshot taken this soon after the folder's last change is not kept: with a coarse clock, a change
-# made just after the snapshot could get the same times.
-SETTLED_NS = 20_000_000
+PROBE = ".snapshot-probe"  # made and removed in a tree's top folder (which is always listed)
 _OPEN_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -37,11 +39,26 @@ class Checked(msgspec.Struct, array_like=True):
     changed: list[str]
 
 
-def snapshot(found: os.stat_result, taken: int) -> Snapshot | None:
-    """A folder's snapshot from its stat taken at `taken` (time.time_ns()), or None if it changed too soon before."""
-    if found.st_ctime_ns + SETTLED_NS > taken:
-        return None
+def snapshot(found: os.stat_result) -> Snapshot:
+    """A folder's snapshot from its stat."""
     return (found.st_ino, found.st_mtime_ns, found.st_ctime_ns)
+
+
+def settled(root: str, folders: Folders) -> Folders:
+    """The snapshots of a tree's folders, less those a later change might not alter: the ones whose change
+    time is not older than a probe file's made now in the tree's top folder. None for all where no probe
+    can be made."""
+    probe = f"{root}/{PROBE}-{os.getpid()}"
+    try:
+        descriptor = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            now = os.fstat(descriptor).st_ctime_ns
+        finally:
+            os.close(descriptor)
+            os.unlink(probe)
+    except OSError:
+        return dict.fromkeys(folders)
+    return {folder: taken if taken is not None and taken[2] < now else None for folder, taken in folders.items()}
 
 
 def check(root: str, published: dict[str, int], files: dict[str, int], folders: Folders) -> Checked:
@@ -54,7 +71,7 @@ def check(root: str, published: dict[str, int], files: dict[str, int], folders: 
         checker.visit(top, "", trusted=False)
     finally:
         os.close(top)
-    return Checked(sorted(published.keys() - checker.kept.keys()), checker.snapshots, checker.changed)
+    return Checked(sorted(published.keys() - checker.kept.keys()), settled(root, checker.snapshots), checker.changed)
 
 
 def retaken(root: str, folders: Folders, changed: Iterable[str]) -> Folders:
@@ -67,17 +84,16 @@ def retaken(root: str, folders: Folders, changed: Iterable[str]) -> Folders:
             folder = folder.rpartition("/")[0]
     result = dict(folders)
     for folder in sorted(again):
-        taken = time.time_ns()
         try:
             found = os.lstat(f"{root}/{folder}")
         except FileNotFoundError:
             result.pop(folder, None)
             continue
         if stat.S_ISDIR(found.st_mode):
-            result[folder] = snapshot(found, taken)
+            result[folder] = snapshot(found)
         else:
             result.pop(folder, None)
-    return result
+    return settled(root, result)
 
 
 class _Checker:
@@ -124,7 +140,6 @@ class _Checker:
                 self._forget_tree(prefix + name)
         for name in names:
             inner = prefix + name
-            taken = time.time_ns()
             found = os.stat(name, dir_fd=folder, follow_symlinks=False)
             recorded = self.folders.get(inner)
             holds = recorded is not None and recorded == (found.st_ino, found.st_mtime_ns, found.st_ctime_ns) and stat.S_ISDIR(found.st_mode)
@@ -134,7 +149,7 @@ class _Checker:
             if holds:
                 self.snapshots[inner] = recorded
             elif stat.S_ISDIR(found.st_mode):
-                self.snapshots[inner] = snapshot(found, taken)
+                self.snapshots[inner] = snapshot(found)
             else:  # replaced by a link or a file since it was listed
                 raise OSError(f"{inner} changed while the stage was checked")
             descriptor = os.open(name, _OPEN_FOLDER, dir_fd=folder)

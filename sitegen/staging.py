@@ -371,10 +371,12 @@ def staged(out: Path, sources: list[Path]) -> Iterator[tuple[Stage, Publication]
             publication.finish(stage)
         with phase("stage: folder snapshots"):
             folders = stage_check.retaken(str(stage.root), found.folders, _changed_folders(stage, found.changed))
+            # The record of the site about to be published: its manifest's stamp is taken in the stage, as
+            # another build could swap its own site in just after this one.
+            kept = _record(stage.root, publication.inodes, folders, record if record is not None and publication.published is record.files else None)
         os.chmod(stage.root, 0o755)
         with phase("stage: swap"):
             _swap(stage.root, out)
-            kept = _record(out, publication.inodes, folders, record if record is not None and publication.published is record.files else None)
             _record_inodes(stage.root, kept.stored)
             memo.remember(out / MANIFEST, (publication.outputs, kept))
         adopted = True  # the stage holds the previous site now: kept for the next build
@@ -667,11 +669,11 @@ def _record_inodes(stage: Path, record: _InodesFile) -> None:
             partial.unlink()
 
 
-def _record(out: Path, published: dict[str, int], folders: stage_check.Folders, before: _Record | None) -> _Record:
-    """The record of the site just published at out, with the site before it (`before`, the record the
+def _record(site: Path, published: dict[str, int], folders: stage_check.Folders, before: _Record | None) -> _Record:
+    """The record of the site in the folder `site`, with the site before it (`before`, the record the
     build started from, where it vouched for the stage the build's check used) as that was published."""
     encode = msgspec.msgpack.encode
-    stored = _InodesFile(_manifest_stamp(out), msgspec.Raw(encode(published)), msgspec.Raw(encode(folders)),
+    stored = _InodesFile(_manifest_stamp(site), msgspec.Raw(encode(published)), msgspec.Raw(encode(folders)),
                          *((before.stored.files, before.stored.folders) if before is not None else ()))
     return _Record(stored, published)
 

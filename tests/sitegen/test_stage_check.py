@@ -4,8 +4,10 @@ was recorded, any other is listed, and the result is the full listing's whatever
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -24,15 +26,11 @@ def _tree(root: Path) -> dict[str, int]:
 
 
 def _recorded(root: Path, files: dict[str, int]) -> stage_check.Folders:
-    """The tree's folders by snapshot, as a build records them after writing it."""
+    """The tree's folders by snapshot, as a build records them after writing it, once the file
+    system's clock (which new files take in ticks of a few milliseconds) has moved past the writes."""
+    time.sleep(0.02)
     folders = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_dir()}
     return stage_check.retaken(str(root), {}, folders)
-
-
-@pytest.fixture(autouse=True)
-def _settled_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The trees here are checked just after they are made: snapshots are kept however recent."""
-    monkeypatch.setattr(stage_check, "SETTLED_NS", 0)
 
 
 def _listed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -131,11 +129,47 @@ def test_a_planted_file_changes_its_folders_snapshot(tmp_path: Path, monkeypatch
     assert not (tmp_path / "runs" / "a" / "planted.html").exists()
 
 
-def test_a_snapshot_taken_just_after_a_change_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(stage_check, "SETTLED_NS", 20_000_000)
-    found = os.lstat(tmp_path)
-    assert stage_check.snapshot(found, found.st_ctime_ns + 5_000_000) is None
-    assert stage_check.snapshot(found, found.st_ctime_ns + 25_000_000) == (found.st_ino, found.st_mtime_ns, found.st_ctime_ns)
+def test_only_snapshots_older_than_a_probe_made_after_them_are_kept(tmp_path: Path) -> None:
+    (tmp_path / "old").mkdir()
+    time.sleep(0.02)
+    old = stage_check.snapshot(os.lstat(tmp_path / "old"))
+    future = (1, 2, old[2] + 3600 * 10**9)  # a change time the probe's cannot be past
+    kept = stage_check.settled(str(tmp_path), {"old": old, "future": future, "none": None})
+    assert kept == {"old": old, "future": None, "none": None}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old"]  # the probe is gone
+
+
+class _SecondsClock:
+    """os as a file system that keeps times to the second shows it (ext4 with small inodes, FAT, some
+    network file systems): a change later in the same second leaves a folder's times as they were."""
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(os, name)
+
+    @staticmethod
+    def _coarse(found: os.stat_result) -> SimpleNamespace:
+        second = lambda ns: ns - ns % 10**9  # noqa: E731
+        return SimpleNamespace(st_ino=found.st_ino, st_mode=found.st_mode, st_mtime_ns=second(found.st_mtime_ns),
+                               st_ctime_ns=second(found.st_ctime_ns))
+
+    def stat(self, *args: object, **kwargs: object) -> SimpleNamespace:
+        return self._coarse(os.stat(*args, **kwargs))
+
+    def lstat(self, *args: object, **kwargs: object) -> SimpleNamespace:
+        return self._coarse(os.lstat(*args, **kwargs))
+
+    def fstat(self, *args: object, **kwargs: object) -> SimpleNamespace:
+        return self._coarse(os.fstat(*args, **kwargs))
+
+
+def test_a_file_planted_in_the_same_second_on_a_file_system_with_second_times_is_found(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stage_check, "os", _SecondsClock())
+    files = _tree(tmp_path)
+    folders = _recorded(tmp_path, files)  # taken just after the tree was written
+    _planted(tmp_path, tmp_path)  # most likely within the same second: the folder's times do not change
+    stage_check.check(str(tmp_path), files, files, folders)
+    assert not (tmp_path / "runs" / "a" / "planted.html").exists()
 
 
 def test_retaken_takes_the_changed_folders_and_those_above_again_and_drops_those_gone(tmp_path: Path) -> None:
