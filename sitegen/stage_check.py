@@ -142,7 +142,7 @@ class _Checker:
             inner = prefix + name
             found = os.stat(name, dir_fd=folder, follow_symlinks=False)
             recorded = self.folders.get(inner)
-            holds = recorded is not None and recorded == (found.st_ino, found.st_mtime_ns, found.st_ctime_ns) and stat.S_ISDIR(found.st_mode)
+            holds = recorded is not None and recorded == snapshot(found) and stat.S_ISDIR(found.st_mode)
             if holds and inner not in self.strays and inner not in self.children:
                 self.snapshots[inner], empty = recorded, False
                 continue

@@ -107,7 +107,7 @@ class Stage:
             os.unlink(target)
             descriptor = os.open(target, flags, 0o644)
         try:
-            left = memoryview(data.encode() if isinstance(data, str) else data)  # written by the descriptor: no file object a file
+            left = memoryview(data.encode() if isinstance(data, str) else data)  # through the descriptor: no file object for each file
             while left:
                 left = left[os.write(descriptor, left):]
             self.written[relative] = os.fstat(descriptor).st_ino

@@ -25,7 +25,7 @@ def _tree(root: Path) -> dict[str, int]:
     return {relative: (root / relative).stat().st_ino for relative in FILES}
 
 
-def _recorded(root: Path, files: dict[str, int]) -> stage_check.Folders:
+def _recorded(root: Path) -> stage_check.Folders:
     """The tree's folders by snapshot, as a build records them after writing it, once the file
     system's clock (which new files take in ticks of a few milliseconds) has moved past the writes."""
     time.sleep(0.02)
@@ -89,7 +89,7 @@ def test_a_stage_changed_after_its_snapshots_is_checked_as_a_full_listing_checks
         root = tmp_path / f"stage-{recorded}"
         root.mkdir()
         files = _tree(root)
-        folders = _recorded(root, files) if recorded else {}
+        folders = _recorded(root) if recorded else {}
         tamper(root, outside)
         found = stage_check.check(str(root), files, files if recorded else {}, folders)
         left = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
@@ -101,7 +101,7 @@ def test_a_stage_changed_after_its_snapshots_is_checked_as_a_full_listing_checks
 
 def test_an_unchanged_stage_lists_only_its_top_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = _tree(tmp_path)
-    folders = _recorded(tmp_path, files)
+    folders = _recorded(tmp_path)
     listed = _listed(monkeypatch)
     found = stage_check.check(str(tmp_path), files, files, folders)
     assert listed == [""] and found.missing == [] and found.changed == []
@@ -110,7 +110,7 @@ def test_an_unchanged_stage_lists_only_its_top_folder(tmp_path: Path, monkeypatc
 
 def test_files_the_published_site_replaced_are_removed_from_a_trusted_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = _tree(tmp_path)
-    folders = _recorded(tmp_path, files)
+    folders = _recorded(tmp_path)
     published = {**files, "runs/a/index.html": files["runs/a/index.html"] + 10_000_000}  # rendered again since
     listed = _listed(monkeypatch)
     found = stage_check.check(str(tmp_path), published, files, folders)
@@ -121,7 +121,7 @@ def test_files_the_published_site_replaced_are_removed_from_a_trusted_folder(tmp
 
 def test_a_planted_file_changes_its_folders_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = _tree(tmp_path)
-    folders = _recorded(tmp_path, files)
+    folders = _recorded(tmp_path)
     _planted(tmp_path, tmp_path)
     listed = _listed(monkeypatch)
     stage_check.check(str(tmp_path), files, files, folders)
@@ -166,15 +166,15 @@ def test_a_file_planted_in_the_same_second_on_a_file_system_with_second_times_is
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(stage_check, "os", _SecondsClock())
     files = _tree(tmp_path)
-    folders = _recorded(tmp_path, files)  # taken just after the tree was written
+    folders = _recorded(tmp_path)  # taken just after the tree was written
     _planted(tmp_path, tmp_path)  # most likely within the same second: the folder's times do not change
     stage_check.check(str(tmp_path), files, files, folders)
     assert not (tmp_path / "runs" / "a" / "planted.html").exists()
 
 
 def test_retaken_takes_the_changed_folders_and_those_above_again_and_drops_those_gone(tmp_path: Path) -> None:
-    files = _tree(tmp_path)
-    folders = _recorded(tmp_path, files)
+    _tree(tmp_path)
+    folders = _recorded(tmp_path)
     _folder_gone(tmp_path, tmp_path)
     (tmp_path / "runs" / "a" / "new.html").write_text("new")
     again = stage_check.retaken(str(tmp_path), folders, ["runs/a", "runs/b"])
