@@ -40,7 +40,6 @@ from sitegen.catalog import (
 from sitegen.content_pages import load_pages
 from sitegen.context import Site, write_page
 from sitegen.errors import InputError
-from sitegen.index_view import newest_first
 from sitegen.listings import plural, write_listings, write_sort_orders
 from sitegen.parallel import Beside, cpu_count
 from sitegen.phases import phase
@@ -70,10 +69,10 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
     with phase("code digest"):
         code = code_digest(templates)
     try:
-        # The stage is taken first: the site before last, kept beside the site, is checked in a forked
-        # process while this one reads the runs.
-        with staged(out, [content / "runs", content / "pages", templates]) as (stage, plan):
-            cache, entries = read_runs(runs, out, code, jobs, progress)
+        # The bundle files are listed in a forked process from the start; the stage is taken next: the
+        # site before last, kept beside the site, is checked in another while this one reads the runs.
+        with bundle_files_beside(runs, jobs) as listed, staged(out, [content / "runs", content / "pages", templates]) as (stage, plan):
+            cache, entries = read_runs(runs, out, code, listed, jobs, progress)
             gc.freeze()  # the run records live to the end: keep the collector (and forked workers' pages) off them
             with phase("pairs and pages"):
                 relations = relations_digest(entries)
@@ -115,15 +114,13 @@ def write_run_pages(stage: Stage, site: Site, plan: Publication, jobs: int, prog
 
 
 def write_site_pages(stage: Stage, site: Site, plan: Publication, templates: Path, cache: Cache, relations: str) -> dict[str, object]:
-    """The content pages, the listings' sort orders, the downloads, the static files and the build
-    cache; returns the cache files' values by site path (write_cache)."""
+    """The content pages, the listings' sort orders, the static files and the build cache; returns the
+    cache files' values by site path (write_cache)."""
     with collector_paused():  # the site-wide pages decode and sort every run's record: many objects, no cycles
         with phase("content pages"):
             write_content_pages(stage, site)
         with phase("sort orders"):
             write_sort_orders(stage, site, plan)
-        with phase("downloads"):
-            write_downloads(stage, site, plan)
         with phase("static"):
             copy_static(stage, plan, templates / "static", site.code)
         with phase("write cache"):
@@ -131,11 +128,17 @@ def write_site_pages(stage: Stage, site: Site, plan: Publication, templates: Pat
             return write_cache(stage, plan, done, cache.unreadable)
 
 
-def read_runs(runs: Path, out: Path, code: str, jobs: int, progress: Progress) -> tuple[Cache, list[RunEntry]]:
-    """The previous build's cache, and a record per bundle file decoded only for files not in it. The
-    files are listed and stat-ed in a forked process while the cache is read; the collector is held
-    off, as reading makes 10,000s of objects and no cycles (one collection over the cache was 80 ms)."""
-    with collector_paused(), Beside(lambda: msgspec.msgpack.encode(bundle_files(runs)), fork=jobs > 1) as listed:
+def bundle_files_beside(runs: Path, jobs: int) -> Beside:
+    """The bundle files, listed and stat-ed in a forked process (10,000 stats: 60 ms) while this one
+    takes the stage and reads the cache; msgpack of a list of BundleFile."""
+    return Beside(lambda: msgspec.msgpack.encode(bundle_files(runs)), fork=jobs > 1)
+
+
+def read_runs(runs: Path, out: Path, code: str, listed: Beside, jobs: int, progress: Progress) -> tuple[Cache, list[RunEntry]]:
+    """The previous build's cache, and a record per bundle file (`listed`: bundle_files_beside's) decoded only
+    for files not in it. The collector is held off, as reading makes 10,000s of objects and no cycles
+    (one collection over the cache was 80 ms)."""
+    with collector_paused():
         with phase("read cache"):
             cache = read_cache(out, code)
         with phase("bundle files (waited for)"):
@@ -146,16 +149,18 @@ def read_runs(runs: Path, out: Path, code: str, jobs: int, progress: Progress) -
 
 
 def listings_beside(stage: Stage, site: Site, plan: Publication, jobs: int) -> Beside:
-    """The ranking and the listings written in a forked process while this one plans and renders the
-    other pages (the two halves of a rebuild's work about even at 10,000 runs); what they wrote and
-    keyed comes back as msgpack, with their phases, for this process to record. In this process with
-    one job."""
+    """The ranking, the listings and the downloads written in a forked process while this one plans and
+    renders the other pages (the two halves of a rebuild's work about even at 10,000 runs); what they
+    wrote and keyed comes back as msgpack, with their phases, for this process to record. In this
+    process with one job."""
 
     def write() -> None:
         with phase("ranking"):
             write_ranking(stage, site, plan)
         with phase("listings"):
             write_listings(stage, site, plan)
+        with phase("downloads"):
+            write_downloads(stage, site, plan)
 
     def run() -> bytes:
         since = phases.mark()
@@ -225,14 +230,14 @@ def write_run_lists(stage: Stage, site: Site, plan: Publication) -> None:
     its summary)."""
     key = site.runs_key(site.entries)
     if not all([plan.unchanged(path, key) for path in ("runs.json", "runs.csv")]):  # a list: both keys recorded
-        stage.write("runs.json", exports.runs_json([e.listed_json for e in site.by_id]))
-        stage.write("runs.csv", exports.runs_csv(e.listed_csv for e in site.by_id))
+        stage.write_pieces("runs.json", exports.runs_json([e.listed_json for e in site.by_id]))
+        stage.write_pieces("runs.csv", exports.runs_csv([e.listed_csv for e in site.by_id]))
 
 
 def write_feed(stage: Stage, site: Site, plan: Publication) -> None:
     """The Atom feed of the newest runs; it reads their bundles again, so it is rendered only when one
     of them changed (or another run became one of them)."""
-    feed_runs = newest_first(site.entries)[:FEED_RUNS]
+    feed_runs = site.newest_first[:FEED_RUNS]
     newest = feed_runs[0].measured_at if feed_runs and feed_runs[0].measured_at else _EPOCH  # newest first: the latest date
     if not plan.unchanged("feed.xml", digest(site.runs_key(feed_runs), newest.isoformat())):
         stage.write("feed.xml", exports.atom_feed([e.bundle(site.runs) for e in feed_runs], newest))

@@ -14,6 +14,7 @@ import msgspec
 
 from sitegen.cache import digest
 from sitegen.catalog import RunEntry
+from sitegen.index_view import newest_first
 from sitegen.staging import Stage
 from sitegen.summary import RunSummary
 from sitegen.urls import Page
@@ -32,6 +33,7 @@ class Site(msgspec.Struct, kw_only=True):
     steady: frozenset[str] = frozenset()  # runs whose pages' keys are the previous build's (catalog.steady_runs)
     decoded: list[RunSummary] = []
     in_id_order: list[RunEntry] = []
+    in_listing_order: list[RunEntry] = []
 
     @property
     def summaries(self) -> list[RunSummary]:
@@ -46,6 +48,14 @@ class Site(msgspec.Struct, kw_only=True):
         if len(self.in_id_order) != len(self.entries):
             self.in_id_order = sorted(self.entries, key=lambda e: e.id)
         return self.in_id_order
+
+    @property
+    def newest_first(self) -> list[RunEntry]:
+        """The runs in the listings' order (index_view.newest_first: the sort orders' and the feed's),
+        sorted once, when first asked."""
+        if len(self.in_listing_order) != len(self.entries):
+            self.in_listing_order = newest_first(self.entries)
+        return self.in_listing_order
 
     def runs_key(self, entries: list[RunEntry]) -> str:
         """What an output rendered from these runs depends on: the code and each run's fingerprint (which

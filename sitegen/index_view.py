@@ -233,17 +233,32 @@ def orderings(keys: list[SortKey]) -> tuple[list[int], list[int]]:
     return ascending + absent, descending + absent
 
 
-def sort_scripts(records: list[bytes], keys: list[list[SortKey]]) -> list[tuple[str, str]]:
-    """For each column and direction, (site path, script): the order of every run (positions in
-    the data chunks' order) and that order's first screen of records; `keys` are each record's sort_keys."""
-    scripts = []
-    numerals = [str(i) for i in range(len(records))]  # written once: 20 orders of 10,000 positions each
-    for index, (key, _, _) in enumerate(COLUMNS):
-        for direction, order in zip(DIRECTIONS, orderings([k[index] for k in keys])):
-            first = script_safe(b",".join(records[i] for i in order[:FIRST_SCREEN]).decode())
-            positions = ",".join(map(numerals.__getitem__, order))
-            scripts.append((sort_file(key, direction), f'window.speedMatrixSort("{key}-{direction}",[{positions}],[{first}]);\n'))
-    return scripts
+class Order(msgspec.Struct, frozen=True):
+    """One column's ordering in one direction: its file and every run's position in the chunks' order."""
+
+    path: str
+    name: str  # "peak-descending", as the page's script knows it
+    positions: list[int]
+
+    @property
+    def first(self) -> list[int]:
+        """The positions of the order's first screen, whose records its script carries."""
+        return self.positions[:FIRST_SCREEN]
+
+
+def sort_orders(keys: list[list[SortKey]]) -> list[Order]:
+    """Each column's order in each direction; `keys` are each run's sort_keys, in the listing's order."""
+    return [Order(sort_file(key, direction), f"{key}-{direction}", order)
+            for index, (key, _, _) in enumerate(COLUMNS)
+            for direction, order in zip(DIRECTIONS, orderings([k[index] for k in keys]))]
+
+
+def sort_script(order: Order, records: list[bytes], numerals: list[str]) -> str:
+    """An order's script: every run's position and the order's first screen of records (`numerals`:
+    the positions as text, made once for all orders)."""
+    first = script_safe(b",".join([records[i] for i in order.first]).decode())
+    positions = ",".join(map(numerals.__getitem__, order.positions))
+    return f'window.speedMatrixSort("{order.name}",[{positions}],[{first}]);\n'
 
 
 def sort_urls(urls: Urls) -> dict[str, str]:

@@ -17,7 +17,6 @@ from sitegen.catalog import CACHE_DIR, RunEntry
 from sitegen.context import Site, write_page
 from sitegen.index_view import (
     COLUMNS,
-    DIRECTIONS,
     chunk_file,
     chunk_script,
     chunk_urls,
@@ -25,8 +24,8 @@ from sitegen.index_view import (
     facets,
     first_screen,
     newest_first,
-    sort_file,
-    sort_scripts,
+    sort_orders,
+    sort_script,
     sort_urls,
 )
 from sitegen.staging import Publication, Stage
@@ -105,15 +104,18 @@ def write_chunks(stage: Stage, site: Site, plan: Publication, listed: list[RunEn
 
 
 def write_sort_orders(stage: Stage, site: Site, plan: Publication) -> None:
-    """Every column's orders of the listings' runs (index_view.sort_scripts, positions in the data
-    chunks' order: newest first), computed only when a run or that order changed."""
-    listed = newest_first(site.entries)
-    key = site.runs_key(listed)
-    paths = [sort_file(column, direction) for column, _, _ in COLUMNS for direction in DIRECTIONS]
-    if all([plan.unchanged(path, key) for path in paths]):  # a list: every order's key is recorded
-        return
-    for path, script in sort_scripts([e.record for e in listed], [e.column_keys() for e in listed]):
-        stage.write(path, script)
+    """Every column's orders of the listings' runs (index_view.sort_orders, positions in the data
+    chunks' order: newest first). Each is written only when its positions or the runs of its first
+    screen changed: after one run changed, the orders of the columns its figures moved it in, and
+    those whose first screen shows it (sorting is cheap; making and writing 20 scripts is not)."""
+    listed = site.newest_first
+    records = [e.record for e in listed]
+    numerals: list[str] = []
+    for order in sort_orders([e.column_keys() for e in listed]):
+        shown = "".join([listed[i].fingerprint for i in order.first])
+        if not plan.unchanged(order.path, digest(site.code, msgspec.msgpack.encode(order.positions), shown)):
+            numerals = numerals or [str(i) for i in range(len(listed))]
+            stage.write(order.path, sort_script(order, records, numerals))
 
 
 def write_group_pages(stage: Stage, site: Site, plan: Publication, kind: str, field: str,

@@ -36,11 +36,11 @@ def fork_map(function: Callable[[T], R], items: list[T], jobs: int, chunksize: i
     """function(item) for each item, across `jobs` forked workers taking `chunksize` items at a time;
     results in the items' order, or as they finish when not `ordered`."""
     global _FUNCTION
-    import multiprocessing  # here: a rebuild after one bundle changed starts no pool, nor spends 12 ms importing one
-
-    if jobs <= 1 or len(items) < PARALLEL_MIN or "fork" not in multiprocessing.get_all_start_methods():
+    if jobs <= 1 or len(items) < PARALLEL_MIN or not _can_fork():
         yield from map(function, items)
         return
+    import multiprocessing
+
     _FUNCTION = function
     try:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
@@ -48,6 +48,14 @@ def fork_map(function: Callable[[T], R], items: list[T], jobs: int, chunksize: i
             yield from results
     finally:
         _FUNCTION = None
+
+
+def _can_fork() -> bool:
+    """Whether multiprocessing can fork here; asked only with work enough for a pool: importing it costs
+    12 ms, which a rebuild after one bundle changed (a few tasks) need not pay."""
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
 
 
 class Beside:

@@ -9,6 +9,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import msgspec
+import pytest
 
 from runner.bundle.schema import STATUSES, decode_bundle
 from sitegen.exports import (
@@ -41,7 +42,7 @@ def read_csv(text: str) -> list[dict[str, str]]:
 def run_lists(summaries: list[RunSummary]) -> tuple[bytes, bytes]:
     """runs.json and runs.csv as the build makes them: each run's record and line, joined by id."""
     by_id = sorted(summaries, key=lambda s: s.id)
-    return runs_json([run_list_json(s) for s in by_id]), runs_csv(run_list_row(s) for s in by_id)
+    return b"".join(runs_json([run_list_json(s) for s in by_id])), b"".join(runs_csv([run_list_row(s) for s in by_id]))
 
 
 def number(text: str) -> float | None:
@@ -127,7 +128,9 @@ def odd_summaries() -> list[RunSummary]:
     ]
 
 
-def test_run_lists_joined_per_run_are_what_the_whole_list_encodes() -> None:
+@pytest.mark.parametrize("piece_runs", [1, 2, 1000], ids=["a run a piece", "two runs a piece", "one piece"])
+def test_run_lists_joined_per_run_are_what_the_whole_list_encodes(piece_runs: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sitegen.exports.PIECE_RUNS", piece_runs)
     summaries = odd_summaries()
     records = [run_list_record(s) for s in sorted(summaries, key=lambda s: s.id)]
     whole_json = msgspec.json.format(msgspec.json.Encoder(order="deterministic").encode(records), indent=2) + b"\n"

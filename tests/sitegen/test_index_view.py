@@ -14,7 +14,8 @@ from sitegen.index_view import (
     orderings,
     run_record,
     sort_keys,
-    sort_scripts,
+    sort_orders,
+    sort_script,
 )
 from sitegen.summary import summarize
 from tests.builders import make_bundle
@@ -34,6 +35,11 @@ def test_sort_keys_are_the_records_sort_values_text_case_folded_and_none_without
     assert keys["peak"] == record.cells["peak"][1] and isinstance(keys["max_context"], int)
 
 
+def _scripts(records: list[bytes], keys: list) -> dict[str, str]:
+    """Every order's script by its site path."""
+    return {order.path: sort_script(order, records, [str(i) for i in range(len(records))]) for order in sort_orders(keys)}
+
+
 def _script_parts(script: str) -> tuple[str, list[int], list[dict]]:
     return json.loads("[" + script.removeprefix("window.speedMatrixSort(").removesuffix(");\n") + "]")
 
@@ -43,7 +49,7 @@ def test_each_columns_orders_rank_the_records_by_their_cells(monkeypatch: pytest
     models = ["beta", "Alpha", "gamma", "alpha"]
     records = [run_record(summarize(make_bundle(run_id=f"r{i}", model=m, scale=1 + i % 3, gpu=None if i == 1 else "H200")))
                for i, m in enumerate(models)]
-    scripts = dict(sort_scripts([msgspec.json.encode(r) for r in records], [sort_keys(r) for r in records]))
+    scripts = _scripts([msgspec.json.encode(r) for r in records], [sort_keys(r) for r in records])
     assert len(scripts) == 2 * len(COLUMNS)
     name, positions, first = _script_parts(scripts["data/sort-model-ascending.js"])
     assert name == "model-ascending" and positions == [1, 3, 0, 2], "case-folded, ties in listing order"
@@ -55,5 +61,5 @@ def test_each_columns_orders_rank_the_records_by_their_cells(monkeypatch: pytest
 
 
 def test_an_empty_listing_has_empty_orders() -> None:
-    scripts = sort_scripts([], [])
-    assert len(scripts) == 2 * len(COLUMNS) and all(_script_parts(s)[1:] == [[], []] for _, s in scripts)
+    scripts = _scripts([], [])
+    assert len(scripts) == 2 * len(COLUMNS) and all(_script_parts(s)[1:] == [[], []] for s in scripts.values())

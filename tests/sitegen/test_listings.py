@@ -75,6 +75,25 @@ def test_a_rebuild_of_the_same_runs_writes_no_chunk_order_or_listing_page_again(
     assert _inodes(out, "data/*.js") | _group_pages(out) == before
 
 
+def test_a_rebuild_writes_again_only_the_sort_orders_the_change_moved_or_shows(
+        content: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(index_view, "FIRST_SCREEN", 1)  # each order's first screen: one run
+    out = tmp_path / "site"
+    build_site(content, out)
+    names = [p.name.removeprefix("sort-").removesuffix(".js") for p in sorted((out / "data").glob("sort-*.js"))]
+    before = {name: _order(out, name) for name in names}
+    inodes = _inodes(out, "data/sort-*.js")
+    _speed_up(content, 100)
+    build_site(content, out)
+    after = {name: _order(out, name) for name in names}
+    rewritten = {name for name in names if _inodes(out, "data/sort-*.js")[f"data/sort-{name}.js"] != inodes[f"data/sort-{name}.js"]}
+    moved_or_shown = {name for name in names
+                      if before[name][0] != after[name][0] or CHANGED in (before[name][1][0]["id"], after[name][1][0]["id"])}
+    assert rewritten == moved_or_shown and 0 < len(rewritten) < len(names)
+    assert after["peak-descending"][1][0]["id"] == CHANGED, "a hundred times as fast: it leads"
+    assert same_as_fresh(content, out)
+
+
 def test_the_index_chart_works_again_only_the_frontier_of_the_changed_runs_gpu_type(
         content: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(charts, "MAX_RUN_TRACES", 1)  # the chart of a large site: a frontier per GPU type

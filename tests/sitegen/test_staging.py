@@ -263,6 +263,15 @@ def test_the_record_names_every_published_file_by_its_inode(site_with_stage: tup
     assert sorted(f for _, files in outputs.values() for f in files) == sorted(published)
 
 
+def test_the_record_is_written_in_pieces_as_msgpack_encodes_it_whole(site_with_stage: tuple[Path, Path]) -> None:
+    content, out = site_with_stage
+    _change_run(content)
+    build_site(content, out)
+    data = (out.parent / f".{out.name}-stage" / ".published-inodes").read_bytes()
+    record = msgspec.msgpack.decode(data, type=sitegen.staging._InodesFile)
+    assert msgspec.msgpack.encode(record) == data and len(msgspec.msgpack.decode(record.stage_files)) > 0
+
+
 def test_a_rebuild_reads_the_published_files_inodes_from_its_record_not_a_walk(
         site_with_stage: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     content, out = site_with_stage
