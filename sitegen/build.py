@@ -114,13 +114,15 @@ def write_run_pages(stage: Stage, site: Site, plan: Publication, jobs: int, prog
 
 
 def write_site_pages(stage: Stage, site: Site, plan: Publication, templates: Path, cache: Cache, relations: str) -> dict[str, object]:
-    """The content pages, the listings' sort orders, the static files and the build cache; returns the
-    cache files' values by site path (write_cache)."""
+    """The content pages, the listings' sort orders, the downloads, the static files and the build
+    cache; returns the cache files' values by site path (write_cache)."""
     with collector_paused():  # the site-wide pages decode and sort every run's record: many objects, no cycles
         with phase("content pages"):
             write_content_pages(stage, site)
         with phase("sort orders"):
             write_sort_orders(stage, site, plan)
+        with phase("downloads"):
+            write_downloads(stage, site, plan)
         with phase("static"):
             copy_static(stage, plan, templates / "static", site.code)
         with phase("write cache"):
@@ -149,18 +151,16 @@ def read_runs(runs: Path, out: Path, code: str, listed: Beside, jobs: int, progr
 
 
 def listings_beside(stage: Stage, site: Site, plan: Publication, jobs: int) -> Beside:
-    """The ranking, the listings and the downloads written in a forked process while this one plans and
-    renders the other pages (the two halves of a rebuild's work about even at 10,000 runs); what they
-    wrote and keyed comes back as msgpack, with their phases, for this process to record. In this
-    process with one job."""
+    """The ranking and the listings written in a forked process while this one plans and renders the
+    other pages (the two halves of a rebuild's work about even at 10,000 runs); what they wrote and
+    keyed comes back as msgpack, with their phases, for this process to record. In this process with
+    one job."""
 
     def write() -> None:
         with phase("ranking"):
             write_ranking(stage, site, plan)
         with phase("listings"):
             write_listings(stage, site, plan)
-        with phase("downloads"):
-            write_downloads(stage, site, plan)
 
     def run() -> bytes:
         since = phases.mark()
