@@ -180,13 +180,18 @@ class Publication:
         """Record for outputs made from the same inputs as in the previous build that build's keys (in one
         pass: a rebuild keeps most of 25,000 so); returns those it did not leave whole, to be keyed again."""
         kept = self.stage.kept if self.stage else {}
+        published, broken, keys = self.old, self.broken, self.keys
+        # As lacking found them, outputs are whole unless broken: known by set lookups, no call, for 25,000.
+        whole = set() if broken is None else {o for o in outputs if o in published and o not in broken and published[o][1]}
+        keys.update([(output, published[output][0]) for output in whole])
         again = set()
         for output in outputs:
-            old = self.old.get(output)
-            if old is not None and old[1] and self._whole(output, old[1], kept):
-                self.keys[output] = old[0]
-            else:
-                again.add(output)
+            if output not in whole:
+                old = published.get(output)
+                if old is not None and old[1] and self._whole(output, old[1], kept):
+                    keys[output] = old[0]
+                else:
+                    again.add(output)
         return again
 
     def changed(self, output: str, key: str) -> bool:
