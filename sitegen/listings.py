@@ -17,6 +17,7 @@ from sitegen.catalog import CACHE_DIR, RunEntry
 from sitegen.context import Site, write_page
 from sitegen.index_view import (
     COLUMNS,
+    DIRECTIONS,
     chunk_file,
     chunk_script,
     chunk_urls,
@@ -24,6 +25,7 @@ from sitegen.index_view import (
     facets,
     first_screen,
     newest_first,
+    sort_file,
     sort_orders,
     sort_script,
     sort_urls,
@@ -108,6 +110,9 @@ def write_sort_orders(stage: Stage, site: Site, plan: Publication) -> None:
     chunks' order: newest first). Each is written only when its positions or the runs of its first
     screen changed: after one run changed, the orders of the columns its figures moved it in, and
     those whose first screen shows it (sorting is cheap; making and writing 20 scripts is not)."""
+    paths = [sort_file(column, direction) for column, _, _ in COLUMNS for direction in DIRECTIONS]
+    if len(site.steady) == len(site.entries) and not plan.kept_as_before(paths):  # the runs, their bytes and the code as before
+        return
     listed = site.newest_first
     records = [e.record for e in listed]
     numerals: list[str] = []

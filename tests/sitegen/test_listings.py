@@ -94,6 +94,16 @@ def test_a_rebuild_writes_again_only_the_sort_orders_the_change_moved_or_shows(
     assert same_as_fresh(content, out)
 
 
+def test_a_sort_order_deleted_from_the_site_and_its_stage_is_written_again_though_no_run_changed(content: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build_site(content, out)
+    build_site(content, out)  # the stage kept beside the site now holds this site's orders too
+    for site in (out, tmp_path / ".site-stage"):
+        (site / "data" / "sort-peak-descending.js").unlink()
+    build_site(content, out)
+    assert (out / "data" / "sort-peak-descending.js").is_file() and same_as_fresh(content, out)
+
+
 def test_the_index_chart_works_again_only_the_frontier_of_the_changed_runs_gpu_type(
         content: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(charts, "MAX_RUN_TRACES", 1)  # the chart of a large site: a frontier per GPU type
