@@ -691,8 +691,10 @@ def _record_inodes(stage: Path, record: _InodesFile) -> None:
 
 def _pieces(record: _InodesFile) -> list[bytes | msgspec.Raw]:
     """The record's msgpack in pieces, its parts kept as msgpack written as they are: 8 of its 10 MB at
-    10,000 runs are the previous record's, and joining them first costs a fresh 10 MB buffer."""
+    10,000 runs are the previous record's, and joining them first costs a fresh 10 MB buffer. An
+    array_like struct is a msgpack array; one of fewer than 16 fields has a one-byte header."""
     values = msgspec.structs.astuple(record)
+    assert len(values) < 16
     return [bytes([0x90 | len(values)])] + [v if isinstance(v, msgspec.Raw) else msgspec.msgpack.encode(v) for v in values]
 
 
