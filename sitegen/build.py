@@ -237,7 +237,7 @@ def write_run_lists(stage: Stage, site: Site, plan: Publication) -> None:
 def write_feed(stage: Stage, site: Site, plan: Publication) -> None:
     """The Atom feed of the newest runs; it reads their bundles again, so it is rendered only when one
     of them changed (or another run became one of them)."""
-    feed_runs = site.newest_first[:FEED_RUNS]
+    feed_runs = site.listing_order[:FEED_RUNS]
     newest = feed_runs[0].measured_at if feed_runs and feed_runs[0].measured_at else _EPOCH  # newest first: the latest date
     if not plan.unchanged("feed.xml", digest(site.runs_key(feed_runs), newest.isoformat())):
         stage.write("feed.xml", exports.atom_feed([e.bundle(site.runs) for e in feed_runs], newest))

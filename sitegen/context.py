@@ -50,9 +50,9 @@ class Site(msgspec.Struct, kw_only=True):
         return self.in_id_order
 
     @property
-    def newest_first(self) -> list[RunEntry]:
-        """The runs in the listings' order (index_view.newest_first: the sort orders' and the feed's),
-        sorted once, when first asked."""
+    def listing_order(self) -> list[RunEntry]:
+        """The runs in the listings' order (index_view.newest_first: the data chunks', the sort orders' and
+        the feed's), sorted once, when first asked."""
         if len(self.in_listing_order) != len(self.entries):
             self.in_listing_order = newest_first(self.entries)
         return self.in_listing_order

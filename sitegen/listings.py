@@ -24,7 +24,6 @@ from sitegen.index_view import (
     chunked,
     facets,
     first_screen,
-    newest_first,
     sort_file,
     sort_orders,
     sort_script,
@@ -111,9 +110,11 @@ def write_sort_orders(stage: Stage, site: Site, plan: Publication) -> None:
     screen changed: after one run changed, the orders of the columns its figures moved it in, and
     those whose first screen shows it (sorting is cheap; making and writing 20 scripts is not)."""
     paths = [sort_file(column, direction) for column, _, _ in COLUMNS for direction in DIRECTIONS]
-    if len(site.steady) == len(site.entries) and not plan.kept_as_before(paths):  # the runs, their bytes and the code as before
+    # Every run as before (its bytes, its relations, the code), and at least one: an empty site's steady
+    # set is empty too, whatever the site before it held.
+    if site.entries and len(site.steady) == len(site.entries) and not plan.kept_as_before(paths):
         return
-    listed = site.newest_first
+    listed = site.listing_order
     records = [e.record for e in listed]
     numerals: list[str] = []
     for order in sort_orders([e.column_keys() for e in listed]):
@@ -141,9 +142,9 @@ def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
     """The index, the model and GPU pages, the compare picker and their data chunks (their sort orders
     are write_sort_orders': the build writes them apart, in its own process while the listings are
     written in another)."""
-    ordered = newest_first(site.summaries)
-    by_id = {e.id: e for e in site.entries}
-    listed = [by_id[s.id] for s in ordered]
+    listed = site.listing_order  # the sort orders' positions are places in this order
+    by_id = {s.id: s for s in site.summaries}
+    ordered = [by_id[e.id] for e in listed]
     chunks = write_chunks(stage, site, plan, listed)
     models = groups(list(zip(listed, ordered)), lambda s: (s.model_slug, s.model))
     gpus = groups(list(zip(listed, ordered)), lambda s: (s.gpu_slug, s.gpu) if s.gpu_slug else None)

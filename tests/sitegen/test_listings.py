@@ -104,6 +104,16 @@ def test_a_sort_order_deleted_from_the_site_and_its_stage_is_written_again_thoug
     assert (out / "data" / "sort-peak-descending.js").is_file() and same_as_fresh(content, out)
 
 
+def test_a_site_whose_runs_are_all_removed_lists_none_in_its_sort_orders(content: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build_site(content, out)
+    build_site(content, out)
+    for bundle in (content / "runs").glob("*.json"):
+        bundle.unlink()
+    build_site(content, out)
+    assert _order(out, "peak-descending") == ([], []) and same_as_fresh(content, out)
+
+
 def test_the_index_chart_works_again_only_the_frontier_of_the_changed_runs_gpu_type(
         content: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(charts, "MAX_RUN_TRACES", 1)  # the chart of a large site: a frontier per GPU type

@@ -272,6 +272,11 @@ def test_the_record_is_written_in_pieces_as_msgpack_encodes_it_whole(site_with_s
     assert msgspec.msgpack.encode(record) == data and len(msgspec.msgpack.decode(record.stage_files)) > 0
 
 
+def test_a_first_record_in_pieces_is_what_msgspec_encodes() -> None:
+    record = sitegen.staging._InodesFile((1, 2), msgspec.Raw(msgspec.msgpack.encode({"a": 3})))  # no site before it
+    assert b"".join(map(bytes, sitegen.staging._pieces(record))) == msgspec.msgpack.encode(record)
+
+
 def test_a_rebuild_reads_the_published_files_inodes_from_its_record_not_a_walk(
         site_with_stage: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     content, out = site_with_stage
