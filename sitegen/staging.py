@@ -593,7 +593,7 @@ def _read_published(out: Path, record: _Record | None) -> tuple[Manifest, dict[s
     try:
         with open(os.open(out / MANIFEST, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as file:
             found = os.fstat(file.fileno())
-            data = _mapped(file.fileno())
+            data = mapped(file.fileno())
         with collector_paused():
             manifest = msgspec.msgpack.decode(data, type=_ManifestFile)
     except (OSError, ValueError):  # msgspec's DecodeError is a ValueError, as mmap's refusal of an empty file is
@@ -660,17 +660,18 @@ def _recorded(out: Path) -> _Record | None:
     try:
         manifest = _manifest_stamp(out)
         with open(_kept_stage(out) / _INODES, "rb") as file:
-            found = msgspec.msgpack.decode(_mapped(file.fileno()), type=_InodesFile)
+            found = msgspec.msgpack.decode(mapped(file.fileno()), type=_InodesFile)
         return _Record(found, msgspec.msgpack.decode(found.files, type=dict[str, int])) if found.manifest == manifest else None
     except (OSError, ValueError):  # msgspec's DecodeError is a ValueError, as mmap's refusal of an empty file is
         return None
 
 
-def _mapped(descriptor: int) -> mmap.mmap:
-    """A file's bytes mapped, not read: the manifest and the record are 7 and 10 MB at 10,000 runs,
-    and a fresh process pays for every page it copies them into (the record's undecoded parts
-    refer to the map). Builds replace these files, never write them in place; a tool that truncated
-    one in place while a build read it would stop that build (SIGBUS), not publish a wrong site."""
+def mapped(descriptor: int) -> mmap.mmap:
+    """A build file's bytes mapped, not read (the manifest, the record and the cache's record files: 7,
+    10 and 47 MB at 10,000 runs), as a fresh process pays for every page it copies them into; what
+    is left undecoded of them refers to the map. ValueError for an empty file. Builds replace these
+    files, never write them in place; a tool that truncated one in place while a build read it would
+    stop that build (SIGBUS), not publish a wrong site."""
     return mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ)
 
 
