@@ -71,7 +71,15 @@ def test_text_only_server_gets_exact_prompts_and_a_cold_prefill(tmp_path: Path) 
     for point in bundle.prefill:
         assert point.status == "Valid" and point.prompt_tokens == point.context_tokens
         assert point.ttft_ms >= point.prompt_tokens / 10 * 0.99, "a sized prompt must not be served from cache"
-    assert [(c.prompt_tokens, c.status) for c in bundle.decode] == [(2048, "Valid")] * 2
+    assert [c.prompt_tokens for c in bundle.decode] == [2048] * 2
+    for cell in bundle.decode:  # on a busy machine the client may fall behind, and must say so
+        assert cell.status == "Valid" or (cell.status == "Distorted" and _client_side(cell.distortion)), cell.distortion
+
+
+def _client_side(reason: str | None) -> bool:
+    """Whether every part of a distortion is the client's own (its loop, its core, a late window), none the server's."""
+    parts = (reason or "").split("; ")
+    return bool(reason) and all(p.startswith(("the client's event loop", "the client used", "the window ended")) for p in parts)
 
 
 def test_a_server_without_running_counts_is_flagged_in_the_bundle(tmp_path: Path) -> None:
