@@ -45,6 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import msgspec  # noqa: E402
+from disk import Trash, settle  # noqa: E402
 from markupsafe import Markup  # noqa: E402
 from site_build import ROOT, make_content  # noqa: E402
 
@@ -450,6 +451,7 @@ def main() -> None:
     version = subprocess.run([hugo, "version"], capture_output=True, text=True, check=True).stdout.split()[1]
     with tempfile.TemporaryDirectory(prefix="hugo-side-by-side-") as tmp:
         work = args.keep or Path(tmp)
+        trash = Trash(work)  # nothing is deleted between timed builds (benchmarks/disk.py)
         if args.check:
             check(hugo, work / "check", args.check, args.code)
         content = work / "content"
@@ -464,10 +466,11 @@ def main() -> None:
             detail = (f"same pages: Hugo renders {len(rendered):,} of sitegen's files, publishes each bundle.json "
                       f"as a page resource and copies the other {copied:,} (listing data, ranking, content pages, downloads, static/)")
             if not args.keep:
-                shutil.rmtree(reference)
+                trash.put(reference)
         results: dict[str, list[tuple[float, float]]] = {"hugo": [], "sitegen": []}
         pages: dict[str, int] = {}
         files: dict[str, int] = {}
+        disk = settle(work)
         for i in range(args.repeat):
             for name, command, cwd in (
                 ("hugo", [hugo, "--quiet", "-d", str(work / f"hugo-out-{i}")], work / "hugo"),
@@ -477,12 +480,13 @@ def main() -> None:
                 out = work / f"{name}-out-{i}"
                 pages[name] = sum(1 for _ in out.rglob("*.html"))
                 files[name] = sum(1 for p in out.rglob("*") if p.is_file() and not p.name.startswith("."))
-                shutil.rmtree(out)
+        trash.empty()
     wall = {name: statistics.median(w for w, _ in values) for name, values in results.items()}
     cpu = {name: statistics.median(c for _, c in values) for name, values in results.items()}
     print(f"{args.runs:,} runs, each tool into a fresh folder, medians of {args.repeat}, alternating; shared machine, "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(detail)
+    print(disk)
     print(f"{'':<26}{'wall s':>8}{'CPU s':>8}{'pages':>8}{'files':>8}")
     for name in ("hugo", "sitegen"):
         print(f"{name + (' ' + version if name == 'hugo' else ''):<26}{wall[name]:>8.2f}{cpu[name]:>8.2f}{pages[name]:>8,}{files[name]:>8,}")

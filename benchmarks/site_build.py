@@ -33,6 +33,8 @@ import threading
 import time
 from pathlib import Path
 
+from disk import Trash, settle  # this folder's: a script's folder is on its path
+
 ROOT = Path(__file__).resolve().parent.parent
 
 FAMILIES = ("Ling-3.0-flash", "Inkling", "MiMo-V2.6-Flash", "Qwen3.5-122B-A10B", "Llama-4.2-Maverick", "Mistral-Large-3")
@@ -155,7 +157,7 @@ _IN_PROCESS = """
 import json, statistics, sys, time
 from pathlib import Path
 sys.path.append(sys.argv[1])  # this benchmark's folder, after the checkout under test (the working directory)
-from benchmarks.site_build import touch_bundle
+from site_build import touch_bundle
 from sitegen.build import build_site
 content, out = Path(sys.argv[2]), Path(sys.argv[3])
 build_site(content, out)
@@ -172,7 +174,7 @@ print(json.dumps([statistics.median(walls), statistics.median(cpus)]))
 
 def in_process_rebuilds(code: Path, content: Path, out: Path, bundles: list[Path]) -> tuple[float, float]:
     """Median wall and CPU seconds of rebuilds after one bundle changes, in one long-running process."""
-    done = subprocess.run([sys.executable, "-c", _IN_PROCESS, str(ROOT), str(content), str(out), *(p.name for p in bundles)],
+    done = subprocess.run([sys.executable, "-c", _IN_PROCESS, str(ROOT / "benchmarks"), str(content), str(out), *(p.name for p in bundles)],
                           cwd=code, capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"in-process rebuilds failed: {done.stderr.strip()}")
@@ -197,29 +199,33 @@ def row(name: str, value: str, target: str = "", ok: bool | None = None) -> str:
     return f"{name:<44}{value:>14}  {target:<12}{verdict}"
 
 
-def content_folder(work: Path, runs: int, seed: int) -> list[Path]:
+def content_folder(work: Path, runs: int, seed: int, trash: Trash) -> list[Path]:
     """The synthesized content under work/content: made once, reused while it holds `runs` bundles."""
     folder = work / "content"
     if folder.is_dir() and sum(1 for _ in (folder / "runs").glob("*.json")) == runs:
         return sorted((folder / "runs").glob("*.json"))
-    shutil.rmtree(folder, ignore_errors=True)
+    trash.put(folder)
     return make_content(folder, runs, seed)
 
 
 def measure(args: argparse.Namespace, work: Path) -> None:
-    """Build cold (median of --repeat), rebuild after one bundle changes (the first, then median of 3), print."""
+    """Build cold (median of --repeat), rebuild after one bundle changes (the first, then median of 3), print.
+
+    Nothing is deleted before a timed build (benchmarks/disk.py): each cold build goes into a folder of
+    its own, what an earlier run left is moved aside, and all of it is deleted once the figures are printed.
+    """
     at_scale = args.runs >= 10_000
-    bundles = content_folder(work, args.runs, args.seed)
+    trash = Trash(work)
+    bundles = content_folder(work, args.runs, args.seed, trash)
     out = work / "site"
-    colds = []
-    for _ in range(args.repeat):
-        shutil.rmtree(work / "cold", ignore_errors=True)
-        for leftover in work.glob(".site-*"):
-            shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
-        colds.append(Build(args.code, work / "content", work / "cold" / "site"))
+    for leftover in [*work.glob("cold-*"), *work.glob("cold")]:
+        trash.put(leftover)
+    disk = settle(work)
+    colds = [Build(args.code, work / "content", work / f"cold-{i}" / "site") for i in range(args.repeat)]
     if colds:
-        shutil.rmtree(out, ignore_errors=True)
-        os.replace(work / "cold" / "site", out)
+        for leftover in [out, *work.glob(".site-*")]:  # the site before, and the stage it kept beside it
+            trash.put(leftover)
+        os.replace(work / f"cold-{args.repeat - 1}" / "site", out)
     elif not out.is_dir():
         raise SystemExit(f"--repeat 0 needs a site built in {out}")
     else:
@@ -262,7 +268,9 @@ def measure(args: argparse.Namespace, work: Path) -> None:
     print(row("rebuild in `sitegen serve`, median of 3", f"{served_wall:.2f} s", f"≤ {TARGETS['incremental_s']:g} s",
               served_wall <= TARGETS["incremental_s"]))
     print(row("rebuild in `sitegen serve`, CPU", f"{served_cpu:.2f} s"))
+    print(disk)
     print(f"last report: {(colds or incremental)[-1].report}")
+    trash.empty()
 
 
 def main() -> None:
