@@ -29,7 +29,7 @@ from sitegen.capacity import chunk_record, ranked_run, standing_record
 from sitegen.content_pages import ContentPage, Rendered
 from sitegen.errors import InputError, InputErrors
 from sitegen.index_view import SortKey, run_record, sort_keys
-from sitegen.loader import decode_bundle_file, load_bundle, read_input
+from sitegen.loader import load_bundle, read_bundle, read_input
 from sitegen.parallel import fork_map
 from sitegen.staging import Publication, Stage, mapped
 from sitegen.summary import RunSummary, summarize
@@ -65,6 +65,7 @@ class RunEntry(msgspec.Struct, frozen=True, kw_only=True):
     listed_json: memoryview  # its record in runs.json (exports.run_list_json)
     listed_csv: memoryview  # its line of runs.csv (exports.run_list_row)
     sort_keys: msgspec.Raw = msgspec.Raw(b"\x90")  # the record's place in each column's order: index_view.sort_keys (column_keys)
+    clean: bool = False  # the bundle held nothing to redact: its bytes (by fingerprint) need no scrub when read again
 
     def run_summary(self) -> RunSummary:
         return _summary_decoder.decode(self.summary)
@@ -112,7 +113,7 @@ class CacheHead(msgspec.Struct, array_like=True):
 def entry_of(path: Path, stamp: tuple[int, int, int], data: bytes) -> RunEntry:
     """The record of one bundle file's bytes (checked and scrubbed as every read is); its fingerprint
     hashes the bytes, which decide everything rendered from it (with the code, in each key)."""
-    bundle = decode_bundle_file(path, data)
+    bundle, clean = read_bundle(path, data)
     summary = summarize(bundle)
     ranked = ranked_run(bundle)
     record = run_record(summary)
@@ -132,6 +133,7 @@ def entry_of(path: Path, stamp: tuple[int, int, int], data: bytes) -> RunEntry:
         listed_json=memoryview(exports.run_list_json(summary)),
         listed_csv=memoryview(exports.run_list_row(summary)),
         sort_keys=msgspec.Raw(msgspec.msgpack.encode(sort_keys(record))),
+        clean=clean,
     )
 
 

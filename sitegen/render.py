@@ -63,6 +63,12 @@ class SiteEnvironment(jinja2.Environment):
 def matrix_td(cell: runview.MatrixCell, compact: bool) -> str:
     """One decode matrix cell as `<td>`, escaped: status class, heat tint, failure reason as its title,
     then value, status word and TTFT (not in the `compact` form comparisons show)."""
+    head, ttft = _td_parts(cell)
+    return head + ("</td>" if compact else ttft + "</td>")
+
+
+def _td_parts(cell: runview.MatrixCell) -> tuple[str, str]:
+    """A cell's `<td>` up to its TTFT, and its TTFT span (empty when it has none): both forms of it."""
     cell = _escaped_texts(cell)
     html = f'<td class="cell status-{status_class(cell.status)}"'
     if cell.heat is not None:
@@ -74,9 +80,7 @@ def matrix_td(cell: runview.MatrixCell, compact: bool) -> str:
         html += f'<span class="value">{cell.value}</span>'
     if cell.note:
         html += f'<span class="note">{cell.note}</span>'
-    if cell.ttft and not compact:
-        html += f'<span class="ttft">{cell.ttft}</span>'
-    return html + "</td>"
+    return html, f'<span class="ttft">{cell.ttft}</span>' if cell.ttft else ""
 
 
 _CELL_TEXTS = ("status", "value", "note", "ttft", "error")
@@ -90,15 +94,21 @@ def _escaped_texts(cell: runview.MatrixCell) -> runview.MatrixCell:
     return msgspec.structs.replace(cell, **{name: str(escape(getattr(cell, name))) for name in _CELL_TEXTS if getattr(cell, name)})
 
 
-def matrix_rows(rows: list[runview.MatrixRow], compact: bool) -> Markup:
-    """The decode matrix's body: a `<tr>` per context, its label then its matrix_td cells, each row on
-    a line of its own as _decode.html indents them.
+def matrix_bodies(rows: list[runview.MatrixRow]) -> dict[bool, Markup]:
+    """The decode matrix's body in its full and its compact form (by `compact`), from one pass over its
+    cells: a `<tr>` per context, its label then its cells, each row on a line of its own as _decode.html
+    indents them. A run's page shows the one, its comparisons the other.
 
     Written here rather than as loops in _decode.html: a page and its comparisons show ~150 cells,
     and a template spends an output step on each, a Markup on each filter's result.
     """
-    return Markup("".join([f'\n      <tr><th scope="row">{escape_output(row.label)}</th>'
-                           f'{"".join([matrix_td(cell, compact) for cell in row.cells])}</tr>\n    ' for row in rows]))
+    full, compact = [], []
+    for row in rows:
+        start = f'\n      <tr><th scope="row">{escape_output(row.label)}</th>'
+        parts = [_td_parts(cell) for cell in row.cells]
+        full.append(f'{start}{"".join([head + ttft + "</td>" for head, ttft in parts])}</tr>\n    ')
+        compact.append(f'{start}{"".join([head + "</td>" for head, _ in parts])}</tr>\n    ')
+    return {False: Markup("".join(full)), True: Markup("".join(compact))}
 
 
 def ratio_td(cell: dict) -> str:
@@ -110,7 +120,7 @@ def ratio_td(cell: dict) -> str:
 
 def ratio_rows(rows: list[dict]) -> Markup:
     """The ratio matrix's body: a `<tr>` per context, its label then its ratio_td cells; one filter
-    call for the whole matrix, as matrix_rows."""
+    call for the whole matrix, as matrix_bodies."""
     return Markup("".join([f'<tr><th scope="row">{escape_output(row["label"])}</th>{"".join([ratio_td(cell) for cell in row["cells"]])}</tr>'
                            for row in rows]))
 
@@ -184,7 +194,6 @@ def make_environment(templates: Path) -> jinja2.Environment:
         cache_size=-1,  # a dict of the site's few dozen templates, not an LRU cache that takes a lock at every include
     )
     env.filters["table_rows"] = table_rows
-    env.filters["matrix_rows"] = matrix_rows
     env.filters["ratio_rows"] = ratio_rows
     env.filters["capacity_rows"] = capacity_rows
     env.filters["fact_fields"] = fact_fields

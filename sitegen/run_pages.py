@@ -8,6 +8,7 @@ their views and their rendered decode sections, since a run's comparisons follow
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections import OrderedDict
 from pathlib import Path
 
@@ -21,10 +22,10 @@ from sitegen.capacity import capacity_view
 from sitegen.catalog import RunEntry
 from sitegen.compare_view import compare_page, picker_script
 from sitegen.context import Site, write_page
-from sitegen.loader import load_bundle
+from sitegen.loader import decode_bundle_file, decode_clean, read_input
 from sitegen.parallel import fork_map
 from sitegen.progress import Progress
-from sitegen.render import render_run_page
+from sitegen.render import matrix_bodies, render_run_page
 from sitegen.staging import Publication, Stage
 from sitegen.tail_view import tail_view
 from sitegen.text_page import render_text
@@ -89,6 +90,19 @@ def plan_pages(site: Site, plan: Publication) -> list[Task]:
     return [task for _, _, task in planned]
 
 
+class Loaded:
+    """A bundle a renderer read, its view, and its decode section: the matrix bodies of both forms
+    (made once, when the first form is asked for) and each form rendered."""
+
+    __slots__ = ("bundle", "view", "bodies", "blocks")
+
+    def __init__(self, bundle: Bundle) -> None:
+        self.bundle = bundle
+        self.view = runview.run_view(bundle)
+        self.bodies: dict[bool, Markup] = {}
+        self.blocks: dict[bool, Markup] = {}
+
+
 class Renderer:
     """Renders run folders and comparison pages into the stage, in this process or a worker."""
 
@@ -97,7 +111,12 @@ class Renderer:
     def __init__(self, site: Site, stage: Stage) -> None:
         self.site = site
         self.stage = stage
-        self.loaded: OrderedDict[str, tuple[Bundle, runview.RunView, dict[bool, Markup]]] = OrderedDict()
+        self.loaded: OrderedDict[str, Loaded] = OrderedDict()
+
+    @functools.cached_property
+    def clean(self) -> dict[str, str]:
+        """The fingerprint of each bundle the scan found clean, by path: made in each worker when it first reads."""
+        return {str(self.site.runs / e.name): e.fingerprint for e in self.site.entries if e.clean}
 
     def render(self, task: Task) -> dict[str, int]:
         """Render one task into the stage; returns the site paths it wrote with their inodes, for the
@@ -112,13 +131,15 @@ class Renderer:
         finally:
             self.stage.written = recorded
 
-    def load(self, path: str) -> tuple[Bundle, runview.RunView, dict[bool, Markup]]:
+    def load(self, path: str) -> Loaded:
         """A bundle, its view and its decode sections by compactness, read once while recent."""
         if path in self.loaded:
             self.loaded.move_to_end(path)
         else:
-            bundle = load_bundle(Path(path))
-            self.loaded[path] = (bundle, runview.run_view(bundle), {})
+            data = read_input(Path(path))
+            # The bytes the scan read and found clean (by hash) decode alone; any others are checked and scrubbed.
+            bundle = decode_clean(data) if self.clean.get(path) == digest(data) else decode_bundle_file(Path(path), data)
+            self.loaded[path] = Loaded(bundle)
             if len(self.loaded) > self.KEEP:
                 self.loaded.popitem(last=False)
         return self.loaded[path]
@@ -126,14 +147,17 @@ class Renderer:
     def decode_block(self, path: str, compact: bool = False) -> Markup:
         """A run's rendered Sustained decode section (`_decode.html`); `compact` leaves out the
         TTFT lines so two matrices fit side by side."""
-        _, view, blocks = self.load(path)
-        if compact not in blocks:
-            blocks[compact] = Markup(self.site.env.get_template("_decode.html").render(view=view, compact=compact))
-        return blocks[compact]
+        loaded = self.load(path)
+        if compact not in loaded.blocks:
+            loaded.bodies = loaded.bodies or matrix_bodies(loaded.view.matrix)
+            loaded.blocks[compact] = Markup(self.site.env.get_template("_decode.html").render(
+                view=loaded.view, compact=compact, body=loaded.bodies[compact]))
+        return loaded.blocks[compact]
 
     def run(self, path: str, partners: list) -> None:
         """A run's folder: the page, its plain text, bundle.json, measurements.csv and picker data."""
-        bundle, view, _ = self.load(path)
+        loaded = self.load(path)
+        bundle, view = loaded.bundle, loaded.view
         page = Page(run_dir(bundle.id))
         figures = {name: charts.figure_script_json(fig) for name, fig in charts.run_figures(bundle).items()}
         context = {**self.site.context(page), "partners": partners, "figures": figures, "decode_block": self.decode_block(path),
@@ -146,7 +170,7 @@ class Renderer:
 
     def compare(self, path_a: str, path_b: str, why: str) -> None:
         """A build-time comparison page: both matrices, the ratio matrix and what differs."""
-        (a, view_a, _), (b, view_b, _) = self.load(path_a), self.load(path_b)
+        (a, view_a), (b, view_b) = [(loaded.bundle, loaded.view) for loaded in (self.load(path_a), self.load(path_b))]
         blocks = (self.decode_block(path_a, compact=True), self.decode_block(path_b, compact=True))
         write_page(self.stage, self.site, "compare.html", Page(compare_file(compare.compare_slug(a, b))),
                    **compare_page(a, b, why, (view_a, view_b), blocks))

@@ -74,21 +74,37 @@ class Stage:
         return self._kept
 
     def path(self, relative: str) -> Path:
-        """The absolute path of a site-relative file, after checking it stays inside."""
-        target = (self.root / relative).resolve()
-        if target != self.root and self.root not in target.parents:
+        """The absolute path of a site-relative file, after checking it stays inside: a path of plain
+        names (no "..", ".", empty part or leading "/"). Folders in it are made by _folder, which
+        follows no link, so such a path cannot leave the stage."""
+        if relative.startswith("/") or not set(relative.split("/")).isdisjoint(("", ".", "..")):
             raise InputError(relative, None, "refusing to write outside the output folder")
-        return target
+        return self.root / relative
+
+    def _folder(self, folder: str) -> None:
+        """Make a site folder (and the folders above it) once, in the stage: one that is there must be a
+        folder, not a link (which could lead outside) or a file. Cheaper than resolving each new folder's
+        path (six lstat calls and Python's realpath: 3 % of a cold build's rendering)."""
+        if folder in self._folders or not folder:
+            return
+        self._folder(folder.rpartition("/")[0])
+        path = f"{self.root}/{folder}"
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                raise InputError(folder, None, "refusing to write outside the output folder (a link or file stands where a folder goes)") from None
+        self._folders.add(folder)
 
     def _target(self, relative: str, replace: bool = True) -> str:
         """Where a file goes, its folder made and (with `replace`) the file it replaces removed: the
-        folder resolved and checked once, then the file by its name alone."""
+        path checked and its folder made once, then the file opened by its name alone."""
         if self._settle is not None:
             self.kept  # the kept stage's check settles (and may give another root) before anything is written
         folder, _, name = relative.rpartition("/")
         if folder not in self._folders or name in ("", ".", ".."):
-            self.path(relative).parent.mkdir(parents=True, exist_ok=True)
-            self._folders.add(folder)
+            self.path(relative)
+            self._folder(folder)
         target = f"{self.root}/{relative}"
         if replace:
             try:

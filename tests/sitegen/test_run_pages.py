@@ -6,8 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from runner.bundle.files import write_bundle
 from sitegen.build import build_site
-from tests.builders import built_copy, same_as_fresh
+from sitegen.catalog import scan
+from sitegen.context import Site
+from sitegen.render import DEFAULT_TEMPLATES, make_environment
+from sitegen.run_pages import Renderer
+from sitegen.staging import Stage
+from tests.builders import built_copy, make_bundle, same_as_fresh
 
 BASELINE = "mimo-v2-6-flash-rl-h200-nvl-x2"
 PARTNER = "ling-3-0-flash-fp4-h200-nvl-x2-2026-09-03"  # its one comparison partner
@@ -32,3 +38,23 @@ def test_a_new_content_page_reaches_every_run_page(tmp_path: Path) -> None:
     for page in (out / "runs").glob("*/index.html"):
         assert "FAQ" in page.read_text()
     assert same_as_fresh(content, out)
+
+
+def test_a_bundle_is_read_again_unchecked_only_while_its_bytes_are_those_the_scan_found_clean(tmp_path: Path) -> None:
+    """The scan marks a bundle with nothing to redact clean; the renderer decodes those same bytes alone,
+    and scrubs any bundle that holds a secret, or whose file changed after the scan, as every read does."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    write_bundle(runs / "clean.json", make_bundle("clean"))
+    write_bundle(runs / "secret.json", make_bundle("secret", launch_command="vllm serve m --api-key sk-live-0123456789abcdef"))
+    entries = scan(runs, {})
+    assert {e.id: e.clean for e in entries} == {"clean": True, "secret": False}
+    site = Site(runs=runs, entries=entries, pages=[], pairs=[], env=make_environment(DEFAULT_TEMPLATES), code="test")
+    # Changed after the scan: its bytes no longer match the fingerprint the scan found clean.
+    write_bundle(runs / "clean.json", make_bundle("clean", launch_command="vllm serve m --api-key sk-live-0123456789abcdef"))
+    renderer = Renderer(site, Stage(tmp_path / "stage"))
+    for name in ("clean", "secret"):
+        bundle = renderer.load(str(runs / f"{name}.json")).bundle
+        assert bundle.launch_command == "vllm serve m --api-key <redacted>"
+    write_bundle(runs / "clean.json", make_bundle("clean"))  # the scanned bytes again
+    assert Renderer(site, Stage(tmp_path / "stage")).load(str(runs / "clean.json")).bundle == make_bundle("clean")
