@@ -229,9 +229,10 @@ def matrix(bundle: Bundle, rows: dict[tuple[int, int], list[str]]) -> list[Matri
     by_key = {(c.context_tokens, c.concurrency): c for c in bundle.decode}
     top = heat_scale(bundle.decode)
     found = []
+    levels = concurrencies_of(bundle)
     for context in contexts_of(bundle):
         label = f.context_label(context)
-        cells = [matrix_cell(by_key.get((context, n)), rows.get((context, n)), label, n, top) for n in concurrencies_of(bundle)]
+        cells = [matrix_cell(by_key.get((context, n)), rows.get((context, n)), label, n, top) for n in levels]
         found.append(MatrixRow(label, cells))
     return found
 
