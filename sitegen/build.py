@@ -10,6 +10,7 @@ import datetime as dt
 import gc
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -74,20 +75,24 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
         with bundle_files_beside(runs, jobs) as listed, staged(out, [content / "runs", content / "pages", templates]) as (stage, plan):
             cache, entries = read_runs(runs, out, code, listed, jobs, progress)
             gc.freeze()  # the run records live to the end: keep the collector (and forked workers' pages) off them
-            with phase("pairs and pages"):
+            with phase("content pages, steady runs"):
                 relations = relations_digest(entries)
                 site = Site(
                     runs=runs,
                     entries=entries,
                     pages=load_pages(content / "pages", cache.pages) if (content / "pages").is_dir() else [],
-                    pairs=related_pairs(entries, cache, relations),
+                    pairs=[],  # chosen below, once the listings have started: they read the runs, not the pairs
                     env=make_environment(templates),
                     code=code,
                 )
                 site.steady = steady_runs(entries, cache, relations, site.context_key)
             with listings_beside(stage, site, plan, jobs) as listings:  # stopped if the build fails first
-                write_run_pages(stage, site, plan, jobs, progress)
-                cached = write_site_pages(stage, site, plan, templates, cache, relations)
+                with phase("pairs"):
+                    site.pairs = related_pairs(entries, cache, relations)
+                cached: dict[str, object] = {}
+                # The site-wide pages are written while the workers render (this process only waits for them).
+                write_run_pages(stage, site, plan, jobs, progress,
+                                meanwhile=lambda: cached.update(write_site_pages(stage, site, plan, templates, cache, relations)))
                 with phase("listings (waited for)"):
                     plan.add(stage, listings_written(listings))
         for path, value in cached.items():
@@ -104,13 +109,14 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
     )
 
 
-def write_run_pages(stage: Stage, site: Site, plan: Publication, jobs: int, progress: Progress) -> None:
-    """The run folders and comparison pages whose inputs changed, across `jobs` processes."""
+def write_run_pages(stage: Stage, site: Site, plan: Publication, jobs: int, progress: Progress, meanwhile: Callable[[], None]) -> None:
+    """The run folders and comparison pages whose inputs changed, across `jobs` processes; `meanwhile()`
+    runs in this process while they render."""
     with phase("plan pages (keys)"):
         tasks = plan_pages(site, plan)
     progress.start("rendering pages", len(tasks))
     with phase("render pages"):
-        render_pages(stage, Renderer(site, stage), tasks, jobs, progress)
+        render_pages(stage, Renderer(site, stage), tasks, jobs, progress, meanwhile)
 
 
 def write_site_pages(stage: Stage, site: Site, plan: Publication, templates: Path, cache: Cache, relations: str) -> dict[str, object]:
@@ -151,8 +157,9 @@ def read_runs(runs: Path, out: Path, code: str, listed: Beside, jobs: int, progr
 
 
 def listings_beside(stage: Stage, site: Site, plan: Publication, jobs: int) -> Beside:
-    """The ranking and the listings written in a forked process while this one plans and renders the
-    other pages (the two halves of a rebuild's work about even at 10,000 runs); what they wrote and
+    """The ranking and the listings written in a forked process while this one chooses the comparison
+    pairs (which they do not read), plans and renders the other pages (the two halves of a rebuild's
+    work about even at 10,000 runs); what they wrote and
     keyed comes back as msgpack, with their phases, for this process to record. In this process with
     one job."""
 

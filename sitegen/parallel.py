@@ -32,11 +32,14 @@ def cpu_count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def fork_map(function: Callable[[T], R], items: list[T], jobs: int, chunksize: int, ordered: bool = True) -> Iterator[R]:
+def fork_map(function: Callable[[T], R], items: list[T], jobs: int, chunksize: int, ordered: bool = True,
+             meanwhile: Callable[[], None] = lambda: None) -> Iterator[R]:
     """function(item) for each item, across `jobs` forked workers taking `chunksize` items at a time;
-    results in the items' order, or as they finish when not `ordered`."""
+    results in the items' order, or as they finish when not `ordered`. `meanwhile()` runs in this
+    process once the workers have started (before the first result is taken), or first without them."""
     global _FUNCTION
     if jobs <= 1 or len(items) < PARALLEL_MIN or not _can_fork():
+        meanwhile()
         yield from map(function, items)
         return
     import multiprocessing
@@ -45,6 +48,7 @@ def fork_map(function: Callable[[T], R], items: list[T], jobs: int, chunksize: i
     try:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
             results: Iterable = (pool.imap if ordered else pool.imap_unordered)(_call, items, chunksize=chunksize)
+            meanwhile()
             yield from results
     finally:
         _FUNCTION = None

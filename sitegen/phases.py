@@ -15,6 +15,8 @@ from contextlib import contextmanager
 ENABLED = bool(os.environ.get("SITEGEN_PHASES"))
 _TIMES: list[tuple[str, float, float]] = []
 _BESIDE: list[tuple[str, float, float]] = []  # timed in other processes, alongside: not in this process's total
+_NESTED: set[int] = set()  # the places in _TIMES of phases timed inside another (in its time already: not in the total)
+_depth = 0
 
 
 @contextmanager
@@ -23,10 +25,16 @@ def phase(name: str) -> Iterator[None]:
     if not ENABLED:
         yield
         return
+    global _depth
     wall, cpu = time.perf_counter(), time.process_time()
+    _depth += 1
     try:
         yield
     finally:
+        _depth -= 1
+        if _depth:
+            _NESTED.add(len(_TIMES))
+            name = f"  {name}"
         _TIMES.append((name, time.perf_counter() - wall, time.process_time() - cpu))
 
 
@@ -51,7 +59,9 @@ def report() -> None:
     """Print the phases timed so far, one line each, and forget them."""
     if not ENABLED:
         return
-    for name, wall, cpu in _TIMES + [("total", sum(t[1] for t in _TIMES), sum(t[2] for t in _TIMES))] + _BESIDE:
+    outer = [t for i, t in enumerate(_TIMES) if i not in _NESTED]
+    for name, wall, cpu in _TIMES + [("total", sum(t[1] for t in outer), sum(t[2] for t in outer))] + _BESIDE:
         print(f"phase {name:<22}{wall * 1000:9.1f} ms wall {cpu * 1000:9.1f} ms CPU", file=sys.stderr)
     _TIMES.clear()
     _BESIDE.clear()
+    _NESTED.clear()

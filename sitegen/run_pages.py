@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -176,8 +177,10 @@ class Renderer:
                    **compare_page(a, b, why, (view_a, view_b), blocks))
 
 
-def render_pages(stage: Stage, renderer: Renderer, tasks: list[Task], jobs: int, progress: Progress) -> None:
-    """Render every task, across `jobs` forked processes when there are enough of them."""
-    for written in fork_map(renderer.render, tasks, jobs, WORKER_CHUNK, ordered=False):
+def render_pages(stage: Stage, renderer: Renderer, tasks: list[Task], jobs: int, progress: Progress,
+                 meanwhile: Callable[[], None] = lambda: None) -> None:
+    """Render every task, across `jobs` forked processes when there are enough of them; `meanwhile()`
+    runs in this process while they render (fork_map)."""
+    for written in fork_map(renderer.render, tasks, jobs, WORKER_CHUNK, ordered=False, meanwhile=meanwhile):
         stage.written.update(written)
         progress.advance()
