@@ -51,6 +51,14 @@ def settle(folder: Path) -> str:
     return f"file creation before the timed builds: {cost:.0f} µs a file, {state}, waited {waited:.0f} s"
 
 
+def warm(folder: Path) -> None:
+    """Read every file under `folder` (the synthesized content) so that the timed builds find it in the
+    page cache, as a build after the runs were written or a previous build does, rather than on disk."""
+    for path in folder.rglob("*"):
+        if path.is_file():
+            path.read_bytes()
+
+
 class Trash:
     """Folders a benchmark is done with, moved aside and deleted only when it ends (after its last timed build)."""
 

@@ -45,7 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import msgspec  # noqa: E402
-from disk import Trash, settle  # noqa: E402
+from disk import Trash, settle, warm  # noqa: E402
 from markupsafe import Markup  # noqa: E402
 from site_build import ROOT, make_content  # noqa: E402
 
@@ -471,6 +471,7 @@ def main() -> None:
         pages: dict[str, int] = {}
         files: dict[str, int] = {}
         disk = settle(work)
+        warm(content)
         for i in range(args.repeat):
             for name, command, cwd in (
                 ("hugo", [hugo, "--quiet", "-d", str(work / f"hugo-out-{i}")], work / "hugo"),

@@ -33,7 +33,7 @@ import threading
 import time
 from pathlib import Path
 
-from disk import Trash, settle  # this folder's: a script's folder is on its path
+from disk import Trash, settle, warm  # this folder's: a script's folder is on its path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -221,6 +221,7 @@ def measure(args: argparse.Namespace, work: Path) -> None:
     for leftover in [*work.glob("cold-*"), *work.glob("cold")]:
         trash.put(leftover)
     disk = settle(work)
+    warm(work / "content")
     colds = [Build(args.code, work / "content", work / f"cold-{i}" / "site") for i in range(args.repeat)]
     if colds:
         for leftover in [out, *work.glob(".site-*")]:  # the site before, and the stage it kept beside it
