@@ -36,8 +36,8 @@ def test_a_value_is_recalled_only_while_its_file_is_the_one_written(tmp_path: Pa
     path.write_text("two")  # the same file written again: a new change time
     assert memo.recall(path) is None
     memo.remember(path, "two")
-    path.unlink()
-    path.write_text("three")  # another file in its place
+    path.with_name("new").write_text("three")
+    path.with_name("new").replace(path)  # another file in its place (made first: not given the freed inode again)
     assert memo.recall(path) is None
 
 

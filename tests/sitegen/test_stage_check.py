@@ -56,8 +56,10 @@ def _deleted(root: Path, outside: Path) -> None:
 
 
 def _replaced(root: Path, outside: Path) -> None:
-    (root / "runs" / "a" / "index.html").unlink()
-    (root / "runs" / "a" / "index.html").write_text("a new file where a published one was")
+    # Made before the old file goes, so that it cannot be given the old file's freed inode number
+    # (which the file system may hand out again at once, in one tree of the two and not the other).
+    (root / "runs" / "a" / "index.html.new").write_text("a new file where a published one was")
+    (root / "runs" / "a" / "index.html.new").replace(root / "runs" / "a" / "index.html")
 
 
 def _linked_folder(root: Path, outside: Path) -> None:
