@@ -121,7 +121,7 @@
     var columns = headers.map(function (th) {
       return { key: th.getAttribute("data-key"), numeric: th.getAttribute("data-kind") === "number", orders: (th.getAttribute("data-orders") || "").split(" ") };
     });
-    var sort = null;  // {name: "key-direction", url}
+    var sort = null;  // {name: "key-direction", url, reverse: the other direction's {name, url}}
     var chosen = [];
     var more = document.getElementById("runs-more");
     var count = document.getElementById("runs-shown");
@@ -168,11 +168,21 @@
       if (sort && !orders[sort.name]) { loadOrder(sort.url, sort.name, update); return; }
       if (sort && load.records === undefined && orders[sort.name].first.length && wholeFirstScreen()) {
         drawRows(orders[sort.name].first, total, total);
-        // The rest, for the next step, once this screen is painted (parsing it would hold up the paint).
-        requestAnimationFrame(function () { setTimeout(function () { load(urls, function () {}); }, 0); });
+        // The rest, for the next step, once this screen is painted (parsing it would hold up the paint):
+        // the other direction's order first, so that a second click on the column finds it while
+        // the chunks are still being parsed.
+        var reverse = sort.reverse;
+        requestAnimationFrame(function () {
+          setTimeout(function () { loadOrder(reverse.url, reverse.name, function () {}); load(urls, function () {}); }, 0);
+        });
         return;
       }
       load(urls, draw);
+    }
+
+    /* A column's order in one direction: its name and the URL of its script. */
+    function order(column, ascending) {
+      return { name: column.key + (ascending ? "-ascending" : "-descending"), url: column.orders[ascending ? 0 : 1] };
     }
 
     headers.forEach(function (th, index) {
@@ -189,7 +199,8 @@
         var ascending = current === "none" ? !columns[index].numeric : current !== "ascending";
         headers.forEach(function (other) { other.setAttribute("aria-sort", "none"); });
         th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
-        sort = { name: columns[index].key + (ascending ? "-ascending" : "-descending"), url: columns[index].orders[ascending ? 0 : 1] };
+        sort = order(columns[index], ascending);
+        sort.reverse = order(columns[index], !ascending);
         limit = screen;
         update();
       });

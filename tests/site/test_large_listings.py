@@ -73,6 +73,20 @@ def test_a_first_sort_draws_from_its_order_alone_and_later_steps_use_every_run(p
     assert _column(page, 1) == models[:4] and page.console_errors == []
 
 
+@pytest.mark.browser
+def test_a_first_sort_loads_the_other_directions_order_so_a_second_click_needs_no_chunk(page, site: Path, server: str) -> None:
+    held: list[object] = []
+    page.route("**/data/runs-*.js", lambda route: held.append(route))  # the chunks never arrive
+    page.goto(server + "index.html")
+    with page.expect_request("**/data/sort-peak-ascending.js"):  # asked for before the second click
+        page.click("#runs-table thead th[data-key=peak] button")
+    page.wait_for_function("() => document.querySelectorAll('script[src$=\"sort-peak-ascending.js\"]').length === 1")
+    page.click("#runs-table thead th[data-key=peak] button")
+    every = sorted(r["peak_tok_s"] for r in _runs(site))
+    assert [float(v) for v in _column(page, 8)] == every[:4], "the smallest of all runs, with no chunk loaded"
+    assert held and page.console_errors == []
+
+
 def _bundles(site: Path) -> list:
     """The site's runs, as the build read them (its bundle.json copies)."""
     return [load_bundle(p) for p in sorted(site.glob("runs/*/bundle.json"))]
