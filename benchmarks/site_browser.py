@@ -3,7 +3,8 @@
 Builds each site (the committed runs, then synthetic ones as benchmarks/site_build.py makes them)
 with `python -m sitegen build` from `--code` (default: this checkout), serves it over loopback HTTP
 and drives Debian's chromium headless through Playwright. It prints, per site, medians of
-`--repeat` fresh page loads: the index opened (navigation start to the load event), one sort
+`--repeat` fresh page loads, the sites taking turns so that the machine's drift falls on each
+alike: the index opened (navigation start to the load event), one sort
 click until the rows are drawn (the first click, which may load the data chunks, and a second),
 a run page opened, and the bytes of script a first visit to a run page loads. Targets (issue 10):
 at 10,000 runs the index opens within 1.5x the 3-run site's time and a sort takes at most 2x (or
@@ -23,8 +24,12 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from site_build import ROOT, make_content
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 TIMEOUT_MS = 180_000  # a 40 MB index takes tens of seconds to open on a busy machine
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
@@ -57,27 +62,27 @@ def build(code: Path, content: Path, out: Path) -> None:
     subprocess.run([sys.executable, "-m", "sitegen", "build", "--content", str(content), "--out", str(out)], cwd=code, check=True, capture_output=True)
 
 
-def measure(browser, base: str, run_id: str, repeat: int) -> dict[str, float]:
-    """Medians over fresh contexts (empty cache) of a first visit to a run page, the index open and two sort clicks."""
-    figures: dict[str, list[float]] = {"open": [], "sort": [], "sort_again": [], "run_open": [], "run_script_kb": []}
-    for _ in range(repeat):
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        context.set_default_timeout(TIMEOUT_MS)
-        page = context.new_page()
-        response = page.goto(base + f"runs/{run_id}/index.html", wait_until="load")  # a first visit: nothing cached
-        assert response is not None and response.ok, f"run page {run_id}: {response and response.status}"
-        figures["run_open"].append(page.evaluate(LOAD_TIME))
-        figures["run_script_kb"].append(page.evaluate(SCRIPT_BYTES) / 1024)
-        context.close()
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        context.set_default_timeout(TIMEOUT_MS)
-        page = context.new_page()
-        page.goto(base + "index.html", wait_until="load")
-        figures["open"].append(page.evaluate(LOAD_TIME))
-        figures["sort"].append(page.evaluate(SORT_CLICK))
-        figures["sort_again"].append(page.evaluate(SORT_CLICK))
-        context.close()
-    return {name: statistics.median(values) for name, values in figures.items()}
+def visit(browser: Browser, url: str) -> Page:
+    """A fresh context (empty cache) and page at `url`, loaded; the caller closes page.context."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    response = page.goto(url, wait_until="load")
+    assert response is not None and response.ok, f"{url}: {response and response.status}"
+    return page
+
+
+def measure_once(browser: Browser, base: str, run_id: str, figures: dict[str, list[float]]) -> None:
+    """One first visit to a run page, then one index open and two sort clicks, each in a fresh context."""
+    page = visit(browser, base + f"runs/{run_id}/index.html")
+    figures["run_open"].append(page.evaluate(LOAD_TIME))
+    figures["run_script_kb"].append(page.evaluate(SCRIPT_BYTES) / 1024)
+    page.context.close()
+    page = visit(browser, base + "index.html")
+    figures["open"].append(page.evaluate(LOAD_TIME))
+    figures["sort"].append(page.evaluate(SORT_CLICK))
+    figures["sort_again"].append(page.evaluate(SORT_CLICK))
+    page.context.close()
 
 
 def main() -> None:
@@ -88,9 +93,10 @@ def main() -> None:
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    results = {}
+    figures: dict[int, dict[str, list[float]]] = {}
+    results: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="site-browser-bench-") as tmp, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), headless=True, args=CHROMIUM_ARGS)
+        sites = {}
         for runs in args.runs:
             work = Path(tmp) / str(runs)
             if runs == 3:
@@ -99,18 +105,25 @@ def main() -> None:
                 make_content(work / "content", runs, 20260903)
             build(args.code, work / "content", work / "site")
             run_id = sorted(p.name for p in (work / "site" / "runs").iterdir())[0]
-            server, base = serve(work / "site")
-            try:
-                results[runs] = measure(browser, base, run_id, args.repeat)
-                print(f"{runs:,} runs: {results[runs]}", flush=True)
-            finally:
+            sites[runs] = (work / "site", run_id)
+            figures[runs] = {"open": [], "sort": [], "sort_again": [], "run_open": [], "run_script_kb": []}
+        servers = {runs: serve(site) for runs, (site, _) in sites.items()}
+        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), headless=True, args=CHROMIUM_ARGS)
+        try:
+            # The sites take turns, a visit each per round, so that the machine's drift falls on all alike.
+            for _ in range(args.repeat):
+                for runs, (_, run_id) in sites.items():
+                    measure_once(browser, servers[runs][1], run_id, figures[runs])
+        finally:
+            browser.close()
+            for server, _ in servers.values():
                 server.shutdown()
                 server.server_close()
-            index_kb = (work / "site" / "index.html").stat().st_size / 1024
-            results[runs]["index_kb"] = index_kb
-            shutil.rmtree(work)
-        browser.close()
-    print(f"chromium on built sites (code from {args.code}); medians of {args.repeat} fresh pages, shared machine")
+        for runs, (site, _) in sites.items():
+            results[runs] = {name: statistics.median(values) for name, values in figures[runs].items()}
+            results[runs]["index_kb"] = (site / "index.html").stat().st_size / 1024
+            print(f"{runs:,} runs: open ms {sorted(round(v) for v in figures[runs]['open'])}", flush=True)
+    print(f"chromium on built sites (code from {args.code}); medians of {args.repeat} fresh pages, the sites in turn, shared machine")
     print(f"{'runs':>8}{'index KB':>10}{'open ms':>10}{'sort ms':>10}{'again ms':>10}{'run page ms':>13}{'run page JS KB':>16}")
     for runs, r in results.items():
         print(f"{runs:>8,}{r['index_kb']:>10,.0f}{r['open']:>10.0f}{r['sort']:>10.0f}{r['sort_again']:>10.0f}{r['run_open']:>13.0f}{r['run_script_kb']:>16,.0f}")
