@@ -5,18 +5,17 @@ from __future__ import annotations
 import asyncio
 import bisect
 import datetime as dt
-import math
-import statistics
 import time
 from collections.abc import Callable, Sequence
 
 import msgspec
-from msgspec import UNSET, UnsetType
 
 from runner import crosscheck
+from runner.bundle.records import MICROSECONDS, RequestRecord, WindowFigures, window_figures
 from runner.bundle.schema import ClientCheck, DecodeCell, PrefillPoint
 from runner.client import Client, Trace
 from runner.crosscheck import Scrape, Scraper, ms, timed_scrape
+from runner.energy import EnergyMeter, WindowEnergy
 from runner.errors import LoopDetected, RequestFailed
 from runner.prompts import Prompt, PromptMaker
 from runner.selfcheck import LoopLag, burst_share
@@ -28,89 +27,52 @@ MAX_ATTEMPTS = 3
 SCRAPE_INTERVAL_S = 1.0
 
 
-class Figures(msgspec.Struct, kw_only=True):
-    """A decode window's figures, as DESIGN.md defines them."""
+def window_records(traces: Sequence[Trace], start: float, end: float) -> tuple[int, list[RequestRecord]]:
+    """The window [start, end]'s length and each request streamed in it as records: whole
+    microseconds from the window's start, tokens up to the window's end."""
+    def at(moment: float) -> int:
+        return round((moment - start) * MICROSECONDS)
 
-    total_tok_s: float
-    per_request_tok_s: float | None
-    ttft_ms: float | None
-    tbt_ms: float | None
-    avg_active: float
-    completed: int
-    output_tokens: int
-    measured_s: float
-    ttft_p90_ms: float | UnsetType = UNSET
-    ttft_p99_ms: float | UnsetType = UNSET
-    tbt_p90_ms: float | UnsetType = UNSET
-    tbt_p99_ms: float | UnsetType = UNSET
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0-100), interpolating linearly between the closest ranks: p50 is the median."""
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
-def tail_percentiles(ttfts: Sequence[float], gaps: Sequence[float]) -> dict[str, float]:
-    """p90 and p99 of the requests' TTFTs and time between tokens (seconds in, ms out); none without requests."""
-    found = {}
-    for name, values in (("ttft", ttfts), ("tbt", gaps)):
-        if values:
-            found[f"{name}_p90_ms"] = percentile(values, 90) * 1000
-            found[f"{name}_p99_ms"] = percentile(values, 99) * 1000
-    return found
-
-
-def decode_figures(traces: Sequence[Trace], start: float, end: float) -> Figures:
-    """Figures of the window [start, end] from every request streamed in it."""
-    window = end - start
-    tokens = completed = 0
-    active = 0.0
-    rates, gaps, ttfts = [], [], []
+    records = []
     for trace in traces:
         seen = bisect.bisect_right(trace.times, end)
-        if not seen:
-            continue
-        count = sum(trace.counts[:seen])
-        first, last = trace.times[0], trace.times[seen - 1]
-        tokens += count
-        ttfts.append(first - trace.start)
-        if count > 1 and last > first:
-            rates.append((count - 1) / (last - first))
-            gaps.append((last - first) / (count - 1))
+        arrivals = [at(t) for t in trace.times[:seen]]
         done = trace.finished and trace.end is not None and trace.end <= end
-        completed += done
-        active += max(0.0, (trace.end if done else end) - max(first, start))
-    return Figures(
-        total_tok_s=tokens / window,
-        per_request_tok_s=statistics.median(rates) if rates else None,
-        ttft_ms=statistics.median(ttfts) * 1000 if ttfts else None,
-        tbt_ms=statistics.median(gaps) * 1000 if gaps else None,
-        avg_active=active / window,
-        completed=completed,
-        output_tokens=tokens,
-        measured_s=window,
-        **tail_percentiles(ttfts, gaps),
-    )
+        records.append(RequestRecord(
+            start_us=at(trace.start), gaps_us=[b - a for a, b in zip([0, *arrivals], arrivals)],
+            counts=trace.counts[:seen], tokens=sum(trace.counts[:seen]),
+            end_us=at(trace.end) if done and trace.end is not None else None,
+            finish_reason=trace.finish_reason if done else None, status="finished" if done else "cut"))
+    return at(end), records
+
+
+def decode_figures(traces: Sequence[Trace], start: float, end: float) -> WindowFigures:
+    """Figures of the window [start, end] from every request streamed in it, by way of their records
+    (runner.bundle.records.window_figures), so the records recompute them exactly."""
+    return window_figures(*window_records(traces, start, end))
 
 
 class CellRunner:
     """Everything measuring needs: the client, the prompt maker and the run's settings."""
 
     def __init__(self, client: Client, maker: PromptMaker, model: str, max_output: int,
-                 ignore_eos: bool, scraper: Scraper | None) -> None:
-        """Measure `model` through `client`; `scraper` reads the server's /metrics, where it has one."""
+                 ignore_eos: bool, scraper: Scraper | None, record_endpoints: bool = False,
+                 energy: EnergyMeter | None = None) -> None:
+        """Measure `model` through `client`; `scraper` reads the server's /metrics, where it has one;
+        `record_endpoints`: each cell records how every metrics endpoint's scrapes went; `energy`
+        reads the GPUs' energy over each window."""
         self.client = client
         self.maker = maker
         self.model = model
         self.max_output = max_output
         self.ignore_eos = ignore_eos
         self.scraper = scraper
+        self.record_endpoints = record_endpoints
+        self.energy = energy
         self.live_tokens = 0
         self.on_phase: Callable[[str], None] = lambda word: None  # told "warming", then "measuring"
+        # The records of the last window measured, for the cell that keeps it (None: it gave no figures).
+        self.last_records: tuple[int, list[RequestRecord]] | None = None
 
     async def one_token(self, prompt: Prompt) -> Trace:
         """Send `prompt` for one output token; the trace times its prefill.
@@ -160,6 +122,7 @@ class CellRunner:
         """Warm the prompts, then hold len(prompts) streams for `duration` seconds, checked both ways."""
         concurrency = len(prompts)
         base = {"context_tokens": context, "concurrency": concurrency, "prompt_tokens": prompts[0].tokens}
+        self.last_records = None
         self.on_phase("warming")
         try:
             await self.warm(prompts)
@@ -177,6 +140,8 @@ class CellRunner:
                 traces.append(trace)
                 try:
                     await self.client.stream(body, trace, self.model, silence=None)
+                    if not trace.tokens:  # asking again at once would spin: the server answers nothing
+                        raise RequestFailed("the server finished a request without sending a token")
                 except (RequestFailed, LoopDetected) as exc:
                     outcome.append(exc)
                     stop.set()
@@ -203,17 +168,24 @@ class CellRunner:
         lag.start()
         started_at = dt.datetime.now(dt.timezone.utc)
         self.on_phase("measuring")
+        if self.energy is not None:
+            await self.energy.start()
         start = time.perf_counter()
         tasks = [asyncio.create_task(hold(p)) for p in prompts] + [asyncio.create_task(watch())]
         if self.scraper is not None:
             tasks.append(asyncio.create_task(sample_metrics()))
+        energy: WindowEnergy | None = None
         try:
             try:
                 await asyncio.wait_for(stop.wait(), timeout=duration)
             except TimeoutError:
                 pass
             end = time.perf_counter()
+            if self.energy is not None:  # read before the streams stop, so the joules cover the tokens' time
+                energy = await self.energy.stop()
         finally:
+            if self.energy is not None:
+                self.energy.cancel()  # Ctrl-C or a failure: no sampler left running
             # Also when the run is stopped (Ctrl-C cancels this task): a stream, scrape or loop
             # probe left running would reach the closed client and print its error as a traceback.
             for task in tasks:
@@ -227,18 +199,32 @@ class CellRunner:
             return DecodeCell(**base, status="Looped", completed=0, output_tokens=0)
         if outcome:
             return DecodeCell(**base, status="Failed", error=str(outcome[0]))
-        figures = decode_figures(traces, start, end)
-        server = crosscheck.server_check(before, after, scrapes, end - start) if before and after else None
+        window, records = window_records(traces, start, end)
+        figures = window_figures(window, records)
+        self.last_records = (window, records) if figures.output_tokens else None
+        if not figures.output_tokens:
+            return DecodeCell(**base, status="Failed", error="no request received a token during the window")
+        problem = crosscheck.evidence_problem(before, after, scrapes) if before and after else None
+        server = crosscheck.server_check(before, after, scrapes, end - start) if before and after and not problem else None
         itl_s = server.itl_mean_ms / 1000 if server and server.itl_mean_ms else None
         client = ClientCheck(loop_lag_p99_ms=ms(lag_p99), loop_lag_max_ms=ms(lag_max), cpu_share=cpu,
                              burst_share=burst_share(traces, start, end, itl_s),
                              overrun_ms=max(0.0, end - start - duration) * 1000)
         reason = crosscheck.distortion(crosscheck.client_times(traces, end), server, client, duration,
                                        figures.output_tokens, figures.per_request_tok_s)
-        status = crosscheck.status(server, reason, figures.avg_active, concurrency)
+        reason = "; ".join(filter(None, (problem, reason))) or None
+        status = "Distorted" if problem else crosscheck.status(server, reason, figures.avg_active, concurrency)
         cell = DecodeCell(**base, status=status, **msgspec.structs.asdict(figures), window_started_at=started_at,
                           client=client, distortion=reason or msgspec.UNSET)
+        if energy is not None:  # the window's prompts count once each request began inside it
+            began = sum(1 for record in records if record.start_us >= 0)
+            cell.energy = energy.check(figures.output_tokens, figures.output_tokens + base["prompt_tokens"] * began)
         if server is not None:
             cell.server = server
+            if self.record_endpoints:
+                server.endpoints = crosscheck.endpoint_checks([before, *scrapes, after])
+            speculative = crosscheck.speculative_check(before, after, scrapes)
+            if speculative is not None:
+                cell.speculative = speculative
         return cell
 

@@ -9,6 +9,7 @@ and says whether the cell can be published as measured, with the reason when not
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -16,7 +17,8 @@ from collections.abc import Awaitable, Callable, Sequence
 import msgspec
 
 from runner import metrics
-from runner.bundle.schema import ClientCheck, ServerCheck
+from runner.bundle.schema import ClientCheck, EndpointCheck, ServerCheck, SpeculativeCheck
+from runner.endpoints import EndpointRead
 from runner.client import Trace
 
 # Tolerances (Methodology states them). The client's mean time between tokens against the
@@ -48,11 +50,12 @@ ACTIVE_FRACTION = 0.8
 
 
 class Scrape(msgspec.Struct, kw_only=True):
-    """One read of /metrics and when it was asked for and answered (perf_counter seconds)."""
+    """One read of /metrics (every endpoint of it) and when it was asked for and answered (perf_counter seconds)."""
 
     samples: list[metrics.Sample]
     sent: float
     received: float
+    reads: list[EndpointRead] = []
 
     @property
     def round_trip(self) -> float:
@@ -60,19 +63,63 @@ class Scrape(msgspec.Struct, kw_only=True):
         return self.received - self.sent
 
 
-Scraper = Callable[[], Awaitable[list[metrics.Sample]]]
+Scraper = Callable[[], Awaitable[tuple[list[metrics.Sample], list[EndpointRead]]]]
 
 
 async def timed_scrape(scraper: Scraper) -> Scrape:
     """Scrape once, time-stamped on both sides."""
     sent = time.perf_counter()
-    samples = await scraper()
-    return Scrape(samples=samples, sent=sent, received=time.perf_counter())
+    samples, reads = await scraper()
+    return Scrape(samples=samples, sent=sent, received=time.perf_counter(), reads=reads)
+
+
+def endpoint_checks(scrapes: Sequence[Scrape]) -> list[EndpointCheck]:
+    """How each endpoint's scrapes of the window went: how many, how many failed, the slowest."""
+    found: dict[str, list[EndpointRead]] = {}
+    for scrape in scrapes:
+        for read in scrape.reads:
+            found.setdefault(read.url, []).append(read)
+    return [EndpointCheck(url=url, scrapes=len(reads), failed=sum(not r.ok for r in reads),
+                          scrape_max_ms=max(r.ms for r in reads)) for url, reads in found.items()]
 
 
 def ms(seconds: float | None) -> float | None:
     """Seconds as milliseconds, None kept."""
     return None if seconds is None else seconds * 1000
+
+
+def evidence_problem(before: Scrape, after: Scrape, during: Sequence[Scrape]) -> str | None:
+    """Why the server's metrics cannot account for the window, in one line; None when they can.
+
+    A value that is not a finite number of at least zero, or a counter or histogram series that
+    went backwards between the scrapes before and after (the server restarted, or replicas behind
+    a load balancer answered the two scrapes), is no evidence: the cell it came from is Distorted.
+    """
+    for when, scrape in (("before", before), ("after", after)):
+        dead = [read.url for read in scrape.reads if not read.ok]
+        if dead and (len(scrape.reads) > 1 or before.samples or after.samples):
+            return f"the server's metrics at {dead[0]} did not answer {when} the window, so the window is not fully accounted for"
+    for scrape in (before, *during, after):
+        for sample in scrape.samples:
+            if not math.isfinite(sample.value) or sample.value < 0:
+                return f"the server's /metrics gave {sample.name} = {sample.value!r}, not a count"
+    earlier = {_series(s): s.value for s in before.samples if _cumulative(s.name)}
+    for sample in after.samples:
+        key = _series(sample)
+        if key in earlier and sample.value < earlier[key]:
+            return (f"the server's {sample.name} went backwards during the window ({earlier[key]:g} to "
+                    f"{sample.value:g}): a restart, or several servers answering one address")
+    return None
+
+
+def _series(sample: metrics.Sample) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """A sample's series: its name and label set."""
+    return sample.name, tuple(sorted(sample.labels.items()))
+
+
+def _cumulative(name: str) -> bool:
+    """Whether a sample name is a counter or a histogram's series, which only ever grow."""
+    return name.endswith(("_total", "_bucket", "_sum", "_count"))
 
 
 def server_check(before: Scrape, after: Scrape, during: Sequence[Scrape], duration: float) -> ServerCheck | None:
@@ -120,6 +167,38 @@ def server_check(before: Scrape, after: Scrape, during: Sequence[Scrape], durati
         active_mean=itl.sum / duration if itl and duration > 0 else None,
         first_token_waited_share=ttft.share_above(QUEUE_WAIT_S) if ttft and ttft.count else None,
     )
+
+
+def speculative_check(before: Scrape, after: Scrape, during: Sequence[Scrape]) -> SpeculativeCheck | None:
+    """Speculative decoding over the window from the server's own account; None where it has none.
+
+    vLLM's counters give exact changes over the window; SGLang's gauges are running means, so
+    the window's figure is their mean over the scrapes taken in it (and the one after it).
+    """
+    row = metrics.engine_metrics(after.samples)
+    if row is None:
+        return None
+    if row.spec_drafts and metrics.counter(after.samples, row.spec_drafts) is not None:
+        def change(name: str | None) -> int:
+            return int((metrics.counter(after.samples, name) or 0) - (metrics.counter(before.samples, name) or 0))
+
+        drafts, drafted, accepted = change(row.spec_drafts), change(row.spec_draft_tokens), change(row.spec_accepted)
+        early = metrics.by_label(before.samples, row.spec_accepted_per_position, "position")
+        late = metrics.by_label(after.samples, row.spec_accepted_per_position, "position")
+        positions = sorted(late, key=lambda p: int(p) if p.isdigit() else 0)
+        return SpeculativeCheck(
+            source="server counters", drafts=drafts, draft_tokens=drafted, accepted_tokens=accepted,
+            acceptance_rate=accepted / drafted if drafted else None,
+            mean_acceptance_length=1 + accepted / drafts if drafts else None,
+            per_position=[(late[p] - early.get(p, 0.0)) / drafts for p in positions] if drafts and positions else None,
+        )
+    gauges = [metrics.counter(s.samples, row.spec_accept_length_gauge) for s in (*during, after)]
+    lengths = [g for g in gauges if g]
+    if not lengths:
+        return None
+    rates = [r for r in (metrics.counter(s.samples, row.spec_accept_rate_gauge) for s in (*during, after)) if r]
+    return SpeculativeCheck(source="server gauges (running means)", mean_acceptance_length=statistics.fmean(lengths),
+                            acceptance_rate=statistics.fmean(rates) if rates else None)
 
 
 class ClientTimes(msgspec.Struct, kw_only=True):

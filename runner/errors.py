@@ -19,7 +19,15 @@ class JournalError(Exception):
 
 
 class MeasureError(Exception):
-    """The run stopped cleanly; what `runner measure` and `runner probe` print before exiting."""
+    """The run stopped cleanly; what `runner measure` and `runner probe` print before exiting.
+
+    `details` are lines printed before the error line (a launched server's last log lines).
+    """
+
+    def __init__(self, message: str, details: list[str] | None = None) -> None:
+        """The one-line message and the lines that explain it."""
+        super().__init__(message)
+        self.details = details or []
 
 
 class RequestFailed(Exception):

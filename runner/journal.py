@@ -8,6 +8,7 @@ journal is locked: a second runner on the same run stops instead of measuring it
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 from pathlib import Path
@@ -15,10 +16,11 @@ from typing import BinaryIO
 
 import msgspec
 
-from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
+from runner.bundle.error_lines import decode_parts
+from runner.bundle.repeats import combine
+from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint, schema_problem
 from runner.errors import JournalError
 from runner.plan import PlanSpec
-from runner.repeats import combine
 
 
 class Header(msgspec.Struct, tag="header", tag_field="kind", kw_only=True):
@@ -65,14 +67,25 @@ class Journal:
 
     @classmethod
     def create(cls, path: Path, header: Header) -> Journal:
-        """Start a new journal at `path`, refusing to overwrite one."""
+        """Start a new journal at `path`, refusing to overwrite one.
+
+        An empty journal left by a run that could not write its first line (a full disk) holds
+        nothing to resume, so it is replaced; a journal whose header cannot be written goes.
+        """
         path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_if_empty(path)
         try:
             descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             raise JournalError(f"{path} already exists: add --resume to continue that run, or choose another --out") from None
         journal = cls(path, header, _locked(path, os.fdopen(descriptor, "ab")))
-        journal._append(header)
+        try:
+            journal._append(header)
+        except BaseException:
+            with contextlib.suppress(OSError):  # closing flushes what the full disk refused, and fails again
+                journal.close()
+            path.unlink(missing_ok=True)
+            raise
         return journal
 
     @classmethod
@@ -85,10 +98,18 @@ class Journal:
             data = path.read_bytes()
         except OSError as exc:
             raise JournalError(f"cannot read journal {path}: {exc.strerror}") from None
-        entries, good_end = _entries(path, data)
+        try:
+            entries, good_end = _entries(path, data)
+        except JournalError:
+            if handle:
+                handle.close()
+            raise
         if not entries or not isinstance(entries[0], Header):
             if handle:
                 handle.close()
+            if not data.strip():
+                raise JournalError(f"{path} is empty: the run that made it never wrote its first line (a full disk?); "
+                                   "delete it and start the run again")
             raise JournalError(f"{path} does not start with a run header")
         journal = cls(path, entries[0], handle)
         for entry in entries[1:]:
@@ -128,7 +149,7 @@ class Journal:
 
     def bundle(self) -> Bundle:
         """The bundle as of now: the header plus every point and cell, in matrix order; a cell
-        measured more than once holds all its repeats (runner/repeats.py)."""
+        measured more than once holds all its repeats (runner/bundle/repeats.py)."""
         repeated = [self.measured(*key) for key in sorted(self.cells)]
         return msgspec.structs.replace(
             self.header.bundle,
@@ -145,15 +166,23 @@ class Journal:
             self.cells[(entry.cell.context_tokens, entry.cell.concurrency)] = entry.cell
 
     def _append(self, entry: Line) -> None:
+        """Write one line, durably; a line that would not load back (schema_problem) is refused."""
         if self._handle is None:
             raise JournalError(f"{self.path} was opened read-only")
+        problem = schema_problem(entry)
+        if problem is not None:
+            raise JournalError(f"{self.path}: refusing to journal a line the run could not resume: {': '.join(problem)}")
         self._handle.write(_encoder.encode(entry) + b"\n")
         self._handle.flush()
         os.fsync(self._handle.fileno())
 
 
 def _entries(path: Path, data: bytes) -> tuple[list[Line], int]:
-    """The journal's entries and the byte offset where its last whole one ends; only the last line may be torn."""
+    """The journal's entries and the byte offset where its last whole one ends.
+
+    Only a last line without its newline is torn (every line is written with its newline in one
+    write) and is cut off; any other line that does not load is an error naming it and its field.
+    """
     entries: list[Line] = []
     good_end = offset = 0
     lines = data.split(b"\n")
@@ -163,12 +192,27 @@ def _entries(path: Path, data: bytes) -> tuple[list[Line], int]:
             try:
                 entries.append(_decoder.decode(raw))
             except msgspec.DecodeError as exc:
-                if any(rest.strip() for rest in lines[number:]):
-                    raise JournalError(f"{path}, line {number}: {exc}") from None
-                break
+                if number == len(lines):
+                    break
+                where, what = decode_parts(raw, exc)
+                raise JournalError(f"{path}, line {number}: {where + ': ' if where else ''}{what}; the run cannot be "
+                                   "resumed past it: delete that line to measure its item again") from None
             good_end = end
         offset = end
     return entries, good_end
+
+
+def _remove_if_empty(path: Path) -> None:
+    """Remove `path` if it is an empty regular file no runner holds: a journal that never got its header."""
+    try:
+        if not path.is_file() or path.is_symlink() or path.stat().st_size:
+            return
+        with path.open("rb") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(handle.fileno()).st_size == 0:
+                path.unlink()
+    except (OSError, BlockingIOError):
+        return
 
 
 def _locked(path: Path, handle: BinaryIO) -> BinaryIO:

@@ -23,6 +23,7 @@ from rich.text import Text
 from runner.bundle import display, formats
 from runner.bundle.formats import context_label
 from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
+from runner.bundle.terminal_text import printable
 from runner.plan import PlanSpec
 from runner.progress import duration_text, item_label
 
@@ -48,10 +49,12 @@ class LiveView:
     """The matrix, the prefill results, progress, ETA and the current phase, redrawn in place."""
 
     def __init__(self, stream: TextIO | None = None, console: Console | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        """Draw on `console` (default: one on `stream`); `clock` tells seconds, for tests."""
+                 clock: Callable[[], float] = time.monotonic, banner: Callable[[], str] | None = None) -> None:
+        """Draw on `console` (default: one on `stream`); `clock` tells seconds, for tests; `banner`
+        gives a line drawn above the matrix (a sweep's: which setup, elapsed, ETA)."""
         self.console = console or Console(file=stream, highlight=False)
         self.clock = clock
+        self.banner = banner
         self.out: Path | None = None
         self.plan: PlanSpec | None = None
         self.cells: dict[tuple[int, int], DecodeCell] = {}
@@ -70,7 +73,7 @@ class LiveView:
 
     def note(self, message: str) -> None:
         """Print the message above the live area, where it stays."""
-        self.console.print(Text(message), soft_wrap=True)
+        self.console.print(Text(printable(message)), soft_wrap=True)
 
     def run_started(self, plan: PlanSpec, bundle: Bundle, out: Path, done: int, total: int) -> None:
         """Show the grid of the plan with what is already finished, and start redrawing."""
@@ -151,6 +154,7 @@ class LiveView:
             rows = [(label, [(SHORT.get(text, text), style) for text, style in cells]) for label, cells in rows]
         prefill = self.plan.prefill_contexts
         return [
+            *([Text(printable(self.banner()), style="bold reverse")] if self.banner else []),
             *([Text(f"Prefill · {display.PREFILL_CAPTION}", style="bold"),
                grid(["Context", *map(context_label, prefill)], [("tok/s", [self._point(c) for c in prefill])], width),
                Text()] if prefill else []),
@@ -233,7 +237,7 @@ def grid(header: list[str], rows: list[tuple[str, list[Cell]]], width: int) -> T
     """The grid in at most `width` columns: the label column repeats, the others wrap into stacked blocks.
 
     Drawn as one Text rather than a rich Table: a frame is redrawn several times a second in the
-    process that times the streams, and a Table costs ten times as much to lay out.
+    process that times the streams, and a Table costs far more to lay out.
     """
     widths = _widths(header, rows)
     block = Text(no_wrap=True, overflow="crop")

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import os
-import secrets
-import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
+import msgspec
+
 from runner.bundle.files import write_bundle
-from runner.bundle.redact import redact
-from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
-from runner.cell import CellRunner
+from runner.bundle.records import cut_torn_tail, records_path
+from runner.bundle.redact import known_secrets, redact
+from runner.bundle.signatures import NAMESPACE, SigningError, sign, signature_path, sums_path
 from runner.client import Client, Trace
+from runner.endpoints import MetricsEndpoints
+from runner.energy import EnergyMeter, EnergyUnavailable, dcgm_meter, nvml_meter
 from runner.errors import (
     JournalError,
     MeasureError,
@@ -23,56 +25,37 @@ from runner.errors import (
     RequestFailed,
     ServerError,
 )
+from runner.fleet.server_log import server_log_path
+from runner.fleet.server_process import ServerProcess, launch
 from runner.hardware import detect_gpus
 from runner.journal import Header, Journal, journal_path
-from runner.metadata import (
-    CHUNK_COUNTING_NOTE,
-    build_header,
-    check_bundle_fields,
-    is_local,
-)
+from runner.measurement import Measurement, left_to_measure
+from runner.metadata import build_header, check_bundle_fields, is_local
 from runner.options import Options
-from runner.plan import (
-    CELL_OVERHEAD_S,
-    Item,
-    estimate_seconds,
-    measuring_order,
-    over_capacity,
-    plan_for,
-)
+from runner.plan import plan_for
 from runner.priority import raised_priority
-from runner.progress import RunEvents, item_label, reporter_for, reporting
-from runner.prompts import PromptMaker, request_body
-from runner.server_facts import (
-    ServerFacts,
-    busy_requests,
-    probe_server,
-    scrape,
-    wait_ready,
-)
+from runner.progress import RunEvents, reporter_for, reporting
+from runner.prompts import request_body
+from runner.server_facts import ServerFacts, probe_server
 
 DEFAULT_RUNS_DIR = Path("content/runs")
-# Before a cold prefill, wait up to SETTLE_S for streams the last cell cut off to drain from the
-# server; without a running gauge to watch, wait SETTLE_BLIND_S.
-SETTLE_S = 10.0
-SETTLE_BLIND_S = 1.0
 
 
-TOKEN_COUNTS = {
-    "usage": "the server's running usage in every chunk",
-    "timings": "llama.cpp's running predicted_n in every chunk",
-    "chunks": CHUNK_COUNTING_NOTE,
-}
-
-
-async def first_request(client: Client, facts: ServerFacts) -> str:
-    """Send one short request: the server must answer it, and it shows how tokens can be counted."""
-    body = request_body(facts.model, facts.engine == "llama.cpp", "Hello", 4, facts.ignore_eos)
-    try:
-        trace = await client.stream(body, Trace(), facts.model)
-    except RequestFailed as exc:
-        raise MeasureError(f"the server failed a first test request: {exc}") from None
-    return trace.counted_by
+async def first_request(client: Client, facts: ServerFacts, api: str) -> str:
+    """Send one short request through `api` ("auto": completions, else chat where the server has no
+    completions route); the server must answer it. It settles facts.api and how tokens are counted."""
+    tried = ["completions", "chat"] if api == "auto" else [api]
+    for choice in tried:
+        body = request_body(facts.model, facts.engine == "llama.cpp", "Hello", 4, facts.ignore_eos, choice)
+        try:
+            trace = await client.stream(body, Trace(), facts.model)
+        except RequestFailed as exc:
+            if choice != tried[-1] and str(exc).startswith("HTTP 404 "):
+                continue
+            raise MeasureError(f"the server failed a first test request ({choice} API): {exc}") from None
+        facts.api = choice
+        return trace.counted_by
+    raise AssertionError("unreachable: the last API tried returns or raises")
 
 
 def _find_journal(options: Options) -> Path:
@@ -85,139 +68,25 @@ def _find_journal(options: Options) -> Path:
     return journals[-1]
 
 
-def journaled(journal: Journal, context: int, concurrency: int | None, repeat: int = 0) -> PrefillPoint | DecodeCell | None:
-    """The journal's entry for one matrix item, or None."""
-    if concurrency is None:
-        return journal.points.get(context)
-    return journal.decode_at(context, concurrency, repeat)
-
-
-def left_to_measure(journal: Journal) -> int:
-    """How many items of the journal's plan are not finished yet."""
-    return sum(1 for c, n, r in measuring_order(journal.header.plan) if not journal.finished(journaled(journal, c, n, r)))
-
-
-class Measurement:
-    """One run of the matrix against one server, journaled as it goes."""
-
-    def __init__(self, options: Options, client: Client, facts: ServerFacts, journal: Journal,
-                 out: Path, progress: RunEvents, api_key: str | None) -> None:
-        """Measure the journal's plan on the server behind `client`, writing the bundle to `out`."""
-        self.options = options
-        self.client = client
-        self.facts = facts
-        self.journal = journal
-        self.plan = journal.header.plan
-        self.out = out
-        self.progress = progress
-        self.secrets = [api_key] if api_key else []
-        self.maker = PromptMaker(client, facts.model, facts.engine, secrets.token_hex(4))
-        self.cells = CellRunner(client, self.maker, facts.model, self.plan.max_output, facts.ignore_eos,
-                                (lambda: scrape(client)) if facts.queue_gauge else None)
-        self.cells.on_phase = progress.phase
-        self.window_overhead: list[float] = []
-
-    def _eta(self, remaining: list[Item]) -> float:
-        """Seconds left, each decode cell costing its window plus the mean overhead seen so far."""
-        overhead = statistics.fmean(self.window_overhead) if self.window_overhead else CELL_OVERHEAD_S
-        return estimate_seconds(self.plan, remaining, overhead)
-
-    async def run(self) -> Bundle:
-        """Measure every unfinished item; the bundle on disk is complete after each one."""
-        self.progress.note(f"token counts: {TOKEN_COUNTS[self.facts.token_counts or 'chunks']}")
-        try:
-            mode = await self.maker.setup()
-        except RequestFailed as exc:
-            raise MeasureError(f"cannot build prompts of exact length: {exc}") from None
-        self.progress.note(f"prompts: {mode} mode; journal: {self.journal.path}; bundle: {self.out}")
-        write_bundle(self.out, self.journal.bundle())
-        if not left_to_measure(self.journal):
-            self.progress.note("nothing left to measure: every item of this run is finished")
-        items = measuring_order(self.plan)
-        self.progress.run_started(self.plan, self.journal.bundle(), self.out,
-                                  len(items) - left_to_measure(self.journal), len(items))
-        for index, (context, concurrency, repeat) in enumerate(items):
-            if self.journal.finished(journaled(self.journal, context, concurrency, repeat)):
-                continue
-            if self.plan.repeats > 1 and concurrency is not None:
-                self.progress.note(f"{item_label(context, concurrency)}: repeat {repeat + 1} of {self.plan.repeats}")
-            done = len(items) - left_to_measure(self.journal)
-            self.progress.cell_started(context, concurrency, done, self._eta(items[index:]))
-            try:
-                item = await self._measure(context, concurrency)
-            except RequestFailed as exc:  # building the prompts failed
-                item = (PrefillPoint(context_tokens=context, status="Failed", error=str(exc)) if concurrency is None
-                        else DecodeCell(context_tokens=context, concurrency=concurrency, status="Failed", error=str(exc)))
-            if item.error:
-                item.error = redact(item.error, self.secrets)
-            self.journal.record(item, repeat)
-            write_bundle(self.out, self.journal.bundle())
-            if isinstance(item, PrefillPoint):
-                self.progress.prefill_done(item)
-            else:
-                self.progress.cell_finished(item)
-            if item.status == "Failed":
-                await self._check_alive(item.error)
-        return self.journal.bundle()
-
-    async def _measure(self, context: int, concurrency: int | None) -> PrefillPoint | DecodeCell:
-        plan = self.plan
-        if concurrency is None:
-            if plan.kv_capacity is not None and context > plan.kv_capacity:
-                return PrefillPoint(context_tokens=context, status="Over capacity")
-            length = min(context, plan.max_model_len - 1) if plan.max_model_len else context
-            self.progress.phase("building the prompt")
-            prompt = await self.maker.make(length, 0)
-            self.progress.phase("settling")
-            await self._settle()
-            self.progress.phase("prefilling")
-            return await self.cells.prefill(context, prompt)
-        if over_capacity(context, concurrency, plan.max_output, plan.kv_capacity):
-            return DecodeCell(context_tokens=context, concurrency=concurrency, status="Over capacity")
-        self.progress.phase("building prompts")
-        prompts = [await self.maker.make(context, slot) for slot in range(concurrency)]
-        began = time.monotonic()
-        ticker = asyncio.create_task(self._tick())
-        try:
-            cell = await self.cells.decode(context, prompts, plan.duration)
-        finally:
-            ticker.cancel()
-        if cell.measured_s:
-            self.window_overhead.append(time.monotonic() - began - cell.measured_s)
-        return cell
-
-    async def _settle(self) -> None:
-        """Wait until the server runs nothing, so a cold request is timed alone."""
-        deadline = time.monotonic() + SETTLE_S
-        while time.monotonic() < deadline:
-            busy = await busy_requests(self.client)
-            if busy is None:
-                await asyncio.sleep(SETTLE_BLIND_S)
-                return
-            if busy == 0:
-                return
-            await asyncio.sleep(0.1)
-
-    async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(0.5)
-            self.progress.live_tokens(self.cells.live_tokens)
-
-    async def _check_alive(self, reason: str | None) -> None:
-        """After a failed item, stop cleanly if the server no longer answers at all."""
-        try:
-            await wait_ready(self.client, min(10.0, self.options.ready_timeout))
-        except ServerError:
-            kept = len(measuring_order(self.plan)) - left_to_measure(self.journal)
-            raise MeasureError(
-                f"the server at {self.client.base_url} stopped answering ({reason}); {kept} finished "
-                f"cells are kept in {self.journal.path}; rerun with --resume to finish the matrix") from None
+async def energy_meter(options: Options, client: Client) -> EnergyMeter | None:
+    """The meter of the GPUs' energy the options ask for (NVML, or DCGM exporters), or None; a
+    meter that cannot read stops the run before anything is measured."""
+    if options.gpu_energy and options.gpu_metrics_urls:
+        raise OptionError("--gpu-energy reads this machine's GPUs and --gpu-metrics-url an exporter's: choose one")
+    try:
+        if options.gpu_energy:
+            return nvml_meter()
+        if options.gpu_metrics_urls:
+            return await dcgm_meter(client, options.gpu_metrics_urls)
+    except EnergyUnavailable as exc:
+        raise MeasureError(f"cannot measure energy: {exc}") from None
+    return None
 
 
 def _refuse_to_overwrite(out: Path, replace: bool) -> None:
     """Stop before a new run meets a finished run's journal, or a bundle with none, at the same path."""
     path = journal_path(out)
-    if path.exists() and not left_to_measure(Journal.load(path, lock=False)):
+    if path.is_file() and path.stat().st_size and not left_to_measure(Journal.load(path, lock=False)):
         raise MeasureError(f"{out} is a finished run already (ids are made to the minute): "
                            "choose another --out or --id, or move the old run away")
     if not path.exists() and (out.exists() or out.is_symlink()) and not replace:
@@ -232,20 +101,46 @@ async def measure(options: Options, simulated: bool = False, progress: RunEvents
 
     The run goes at a raised priority where the system allows it, so that other work on the
     client machine delays the reading of tokens less (runner.priority); the bundle records it.
+    With `options.sign`, the finished bundle and its request records are signed with that key.
     """
     with raised_priority():
-        return await _measure_run(options, simulated, progress)
+        out = await _measure_run(options, simulated, progress)
+    if options.sign:
+        files = [out] + [path for path in (records_path(out),) if path.exists()]
+        try:
+            sign(files, options.sign)
+        except (SigningError, OSError, subprocess.TimeoutExpired) as exc:
+            raise MeasureError(f"the run is measured, but {exc}; sign it later with: "
+                               f"ssh-keygen -Y sign -f KEY -n {NAMESPACE} {out}") from None
+    return out
 
 
 async def _measure_run(options: Options, simulated: bool, progress: RunEvents | None) -> Path:
-    """The run itself: probe, then a new journal or the resumed one, then every planned cell."""
+    """The run itself: (start the server,) probe, then a new journal or the resumed one, then every
+    planned cell; a server the runner started is stopped however the run ends."""
     api_key = os.environ.get(options.api_key_env) or None
+    server: ServerProcess | None = None
+    if options.serve:
+        secrets_known = known_secrets(api_key, options.serve, {**os.environ, **options.serve_env})
+        server = launch(options.serve, options.serve_env, _first_log_path(options), secrets_known)
+        options = msgspec.structs.replace(options, base_url=server.base_url(options.base_url),
+                                          launch_command=options.launch_command or server.recorded_command)
+    else:
+        secrets_known = known_secrets(api_key, options.launch_command)
     client = Client(options.base_url, api_key, options.stall_timeout)
     journal: Journal | None = None
+    out: Path | None = None
     try:
-        facts = await probe_server(client, options.model, options.ready_timeout, options.kv_capacity,
-                                    options.launch_command)
-        facts.token_counts = await first_request(client, facts)
+        ready_by = time.monotonic() + options.ready_timeout
+        if server:
+            await server.wait_ready(client, options.ready_timeout)
+        models_wait = options.ready_timeout if server is None else round(max(0.0, ready_by - time.monotonic()), 1)
+        facts = await probe_server(client, options.model, models_wait, options.kv_capacity, options.launch_command,
+                                   MetricsEndpoints(client, options.metrics_urls))
+        if server:
+            server.mark_ready()
+        facts.token_counts = await first_request(client, facts, options.api)
+        energy = await energy_meter(options, client)
         if options.resume:
             path = _find_journal(options)
             journal = Journal.load(path)
@@ -257,23 +152,53 @@ async def _measure_run(options: Options, simulated: bool, progress: RunEvents | 
             plan = plan_for(options, facts)
             started = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
             gpus = detect_gpus() if is_local(options.base_url) else None
-            header = build_header(options, facts, gpus, api_key, started, simulated)
+            header = build_header(options, facts, gpus, secrets_known, started, simulated)
             check_bundle_fields(header)
             out = options.out or DEFAULT_RUNS_DIR / f"{header.id}.json"
             _refuse_to_overwrite(out, options.replace)
             journal = Journal.create(journal_path(out), Header(bundle=header, plan=plan))
+        if options.resume:
+            cut_torn_tail(records_path(out))
+        else:  # a replaced run's records (and signatures) are not this run's
+            for stale in (records_path(out), signature_path(out), signature_path(records_path(out)), sums_path(out)):
+                stale.unlink(missing_ok=True)
+        if server:
+            server.log.move_to(server_log_path(out))
         progress = progress or reporter_for(sys.stderr)
         with reporting(progress):
-            await Measurement(options, client, facts, journal, out, progress, api_key).run()
+            await Measurement(options, client, facts, journal, out, progress, secrets_known, server, energy).run()
         return out
     except (ServerError, JournalError, OptionError, MeasureError) as exc:
         # Every message that leaves the runner passes here, so none can carry the key.
-        raise MeasureError(redact(str(exc), [api_key] if api_key else [])) from None
+        raise _with_server_log(MeasureError(redact(str(exc), secrets_known)), server) from None
     except OSError as exc:  # a full disk, an --out below a file or in /proc
         kept = f"; finished cells are kept in {journal.path}" if journal else ""
         raise MeasureError(redact(f"cannot write {exc.filename or 'the run'}: {exc.strerror or exc}{kept}",
-                                  [api_key] if api_key else [])) from None
+                                  secrets_known)) from None
     finally:
-        if journal:
-            journal.close()
-        await client.aclose()
+        try:
+            if server:
+                server.stop()
+                if journal and out:  # the bundle says how the server ended
+                    write_bundle(out, msgspec.structs.replace(journal.bundle(), launch=server.record()))
+        finally:
+            if journal:
+                journal.close()
+            await client.aclose()
+
+
+def _first_log_path(options: Options) -> Path:
+    """Where a launched server logs until the run's bundle path is known: beside --out, else a
+    dated name in the runs folder (moved beside the bundle once its id is known)."""
+    if options.out:
+        return server_log_path(options.out)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return DEFAULT_RUNS_DIR / f"server-{stamp}-{os.getpid()}.server.log"
+
+
+def _with_server_log(error: MeasureError, server: ServerProcess | None) -> MeasureError:
+    """The error, with where the launched server's log is and its last lines, once it has ended."""
+    if server is None or server.exit_status is None:
+        return error
+    return MeasureError(f"{error}; the server's log: {server.log.path}",
+                        [f"the server's last lines ({server.log.path}):", *(f"  {line}" for line in server.log_tail())])

@@ -3,29 +3,28 @@
 from __future__ import annotations
 
 import datetime as dt
-import math
 import re
 from importlib import metadata as dist_metadata
 from urllib.parse import urlsplit
 
 import msgspec
 
-from runner.bundle.error_lines import validation_parts
-from runner.bundle.ids import not_a_run_id, run_id
-from runner.bundle.overrides import METADATA_FLAGS, Metadata
+from runner.bundle.ids import run_id
+from runner.bundle.overrides import schema_error
 from runner.bundle.redact import redact_fields
 from runner.bundle.schema import (
     Bundle,
     Engine,
     Hardware,
     RunInfo,
+    Topology,
     decode_bundle,
     encode_bundle,
 )
 from runner.errors import OptionError
 from runner.hardware import GpuInfo, client_machine, local_os
 from runner.launch import parse_launch
-from runner.options import ID_FLAG, Options
+from runner.options import Options
 from runner.server_facts import ServerFacts
 
 SIMULATOR_ENGINE = "speed-matrix simulator"
@@ -49,49 +48,12 @@ def runner_version() -> str:
         return "dev"
 
 
-# Where each override lands in the bundle, so a value the bundle cannot hold is named by its flag.
-_SECTIONS = {"hardware_type": ("hardware", "type"), "gpu": ("hardware", "gpu"), "gpu_count": ("hardware", "gpu_count"),
-             "vram_per_gpu_gb": ("hardware", "vram_per_gpu_gb"), "os": ("hardware", "os"),
-             "engine_name": ("engine", "name"), "engine_version": ("engine", "version"),
-             "quantization": ("engine", "quantization"), "backend": ("engine", "backend"),
-             "repository": ("engine", "repository"), "build": ("engine", "build"), "commit": ("engine", "commit"),
-             "served_model": ("run", "served_model"), "revision": ("run", "revision")}
-_FLAG_AT = {"$." + ".".join(_SECTIONS.get(flag.field, (flag.field,))): flag.flag
-            for flag in (*METADATA_FLAGS, ID_FLAG)}
-
-
-def check_overrides(meta: Metadata) -> None:
-    """Refuse overrides a bundle could not hold (`--id ../x`, `--gpu-count 0`), before anything is measured."""
-    document: dict = {"id": "run", "model": "model", "engine": {"name": "engine"}, "hardware": {}, "run": {}}
-    for field, value in msgspec.structs.asdict(meta).items():
-        if value is None:
-            continue
-        place = _SECTIONS.get(field, (field,))
-        if isinstance(value, float) and not math.isfinite(value):
-            raise OptionError(f"{_FLAG_AT['$.' + '.'.join(place)]}: not a finite number: {value!r}")
-        (document[place[0]] if len(place) == 2 else document)[place[-1]] = value
-    if meta.vram_per_gpu_gb and meta.gpu_count and not math.isfinite(meta.vram_per_gpu_gb * meta.gpu_count):
-        raise OptionError(f"--vram-per-gpu-gb: {meta.vram_per_gpu_gb:g} GB × {meta.gpu_count} GPUs is too large a total")
-    try:
-        msgspec.convert(document, Bundle)
-    except msgspec.ValidationError as exc:
-        raise _schema_error(exc, document["id"]) from None
-
-
 def check_bundle_fields(bundle: Bundle) -> None:
     """Refuse a bundle the schema rejects (sitegen would not publish it), naming the flag of the bad field."""
     try:
         decode_bundle(encode_bundle(bundle))
     except msgspec.ValidationError as exc:
-        raise _schema_error(exc, bundle.id) from None
-
-
-def _schema_error(exc: msgspec.ValidationError, bad_id: str) -> OptionError:
-    """A schema error as one line naming the flag that set the field."""
-    where, message = validation_parts(exc)
-    if where == "$.id":
-        message = not_a_run_id(bad_id)
-    return OptionError(f"{_FLAG_AT.get(where, where)}: {message}")
+        raise OptionError(str(schema_error(exc, bundle.id))) from None
 
 
 CHUNK_COUNTING_NOTE = (
@@ -104,9 +66,9 @@ def is_local(base_url: str) -> bool:
     return (urlsplit(base_url).hostname or "") in ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 
 
-def build_header(options: Options, facts: ServerFacts, gpus: GpuInfo | None, api_key: str | None,
+def build_header(options: Options, facts: ServerFacts, gpus: GpuInfo | None, secrets: list[str],
                  started: dt.datetime, simulated: bool = False) -> Bundle:
-    """The bundle's metadata (no measurements yet) with every override applied."""
+    """The bundle's metadata (no measurements yet) with every override applied and `secrets` redacted."""
     meta = options.metadata
     launch = parse_launch(options.launch_command)
     simulated = simulated or facts.simulated
@@ -134,6 +96,14 @@ def build_header(options: Options, facts: ServerFacts, gpus: GpuInfo | None, api
         build=meta.build or (facts.build if facts.build != facts.version else None),
         commit=commit,
     )
+    topology = Topology(nodes=meta.nodes or launch.nodes, tensor_parallel=launch.tensor_parallel,
+                        pipeline_parallel=launch.pipeline_parallel, data_parallel=launch.data_parallel,
+                        expert_parallel=launch.expert_parallel_size, prefill_gpus=meta.prefill_gpus,
+                        decode_gpus=meta.decode_gpus)
+    if launch.speculative_method:
+        engine.speculative_method = launch.speculative_method
+    if launch.speculative_tokens:
+        engine.speculative_tokens = launch.speculative_tokens
     run = RunInfo(
         served_model=meta.served_model or facts.model,
         revision=meta.revision or launch.revision,
@@ -142,6 +112,7 @@ def build_header(options: Options, facts: ServerFacts, gpus: GpuInfo | None, api
         prefill_mode="Measured during decode warm-up",
         seconds_per_measurement=options.duration,
         max_output_tokens=options.max_output,
+        api=facts.api,
     )
     model = meta.model or display_name(facts.model)
     return redact_fields(Bundle(
@@ -155,7 +126,8 @@ def build_header(options: Options, facts: ServerFacts, gpus: GpuInfo | None, api
         run=run,
         launch_command=options.launch_command,
         notes=f"Token counts: {CHUNK_COUNTING_NOTE}." if facts.token_counts == "chunks" else None,
-    ), [api_key] if api_key else [])
+        topology=topology if topology != Topology() else msgspec.UNSET,
+    ), secrets)
 
 
 def display_name(served_model: str) -> str:

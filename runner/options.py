@@ -20,6 +20,16 @@ ID_FLAG = MetadataFlag("--id", "id", str, "Bundle id (slug); default: model, GPU
 
 _TOKENS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 
+# Sane bounds on what a run may ask for, whatever a server claims: the longest context (16M
+# tokens, past every model's), the most simultaneous requests one client holds, the longest
+# window, the most output per request and repeats per cell, and the timeouts.
+MAX_CONTEXT_TOKENS = 16 * 1024 * 1024
+MAX_CONCURRENCY = 4096
+MAX_DURATION_S = 3600.0
+MAX_OUTPUT_TOKENS = 1024 * 1024
+MAX_REPEATS = 100
+MAX_TIMEOUT_S = 86400.0
+
 
 class Options(msgspec.Struct, kw_only=True):
     """Everything one measurement run needs to know from the user."""
@@ -35,6 +45,18 @@ class Options(msgspec.Struct, kw_only=True):
     kv_capacity: int | None = None
     api_key_env: str = "OPENAI_API_KEY"
     launch_command: str | None = None
+    # A command that starts the server: the runner starts it, measures it and stops it.
+    serve: str | None = None
+    serve_env: dict[str, str] = msgspec.field(default_factory=dict)
+    # "chat", "completions", or "auto": completions where the server has them, else chat.
+    api: str = "auto"
+    # Energy per token: this machine's GPUs through NVML, or DCGM exporters' /metrics (one per node).
+    gpu_energy: bool = False
+    gpu_metrics_urls: list[str] = msgspec.field(default_factory=list)
+    # An SSH private key to sign the finished bundle and its request records with.
+    sign: Path | None = None
+    # The server's /metrics pages, one per replica or worker (default: the server's own /metrics).
+    metrics_urls: list[str] = msgspec.field(default_factory=list)
     out: Path | None = None
     resume: bool = False
     replace: bool = False
@@ -52,6 +74,8 @@ def parse_tokens(text: str) -> int:
     tokens = int(number * {"": 1, "K": 1024, "M": 1024 * 1024}[unit])
     if tokens < 1:
         raise OptionError(f"token count must be at least 1: {text!r}")
+    if tokens > MAX_CONTEXT_TOKENS:
+        raise OptionError(f"token count above {MAX_CONTEXT_TOKENS // (1024 * 1024)}M: {text!r}")
     return tokens
 
 
@@ -71,8 +95,8 @@ def parse_count(text: str) -> int:
         value = int(text.strip())
     except ValueError:
         raise OptionError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise OptionError(f"must be at least 1: {text!r}")
+    if not 1 <= value <= MAX_CONCURRENCY:
+        raise OptionError(f"must be from 1 to {MAX_CONCURRENCY:,}: {text!r}")
     return value
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from itertools import groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING
@@ -9,10 +10,20 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from runner.errors import MeasureError
+from runner.options import (
+    MAX_CONCURRENCY,
+    MAX_CONTEXT_TOKENS,
+    MAX_DURATION_S,
+    MAX_OUTPUT_TOKENS,
+    MAX_REPEATS,
+)
 
 if TYPE_CHECKING:
     from runner.options import Options
     from runner.server_facts import ServerFacts
+
+# The longest run a plan may add up to: past a week, a plan is a typo, not a benchmark.
+MAX_RUN_S = 7 * 24 * 3600.0
 
 MIN_DEFAULT_CONTEXT = 8192
 HEADROOM_TOKENS = 1024
@@ -44,11 +55,36 @@ def plan_for(options: Options, facts: ServerFacts) -> PlanSpec:
     max_len = facts.max_model_len
     if options.contexts is None and max_len is None:
         raise MeasureError("the server does not report its max model length; pass --contexts")
+    if max_len is not None:  # what a server claims past any model's length plans as the longest sane one
+        max_len = min(max_len, MAX_CONTEXT_TOKENS)
     contexts = options.contexts or default_contexts(max_len, options.max_output)
     prefill = options.prefill_contexts or default_prefill_contexts(contexts, max_len)
-    return PlanSpec(contexts=contexts, prefill_contexts=prefill, concurrency=list(options.concurrency),
+    spec = PlanSpec(contexts=contexts, prefill_contexts=prefill, concurrency=list(options.concurrency),
                     duration=options.duration, max_output=options.max_output,
                     kv_capacity=facts.kv_capacity, max_model_len=max_len, repeats=options.repeats)
+    check_plan(spec)
+    return spec
+
+
+def check_plan(spec: PlanSpec) -> None:
+    """Refuse, in one line, a plan past the sane bounds or one that could not finish within MAX_RUN_S."""
+    bounds = [
+        ("contexts", spec.contexts + spec.prefill_contexts, 1, MAX_CONTEXT_TOKENS),
+        ("concurrency", spec.concurrency, 1, MAX_CONCURRENCY),
+        ("duration", [spec.duration], 0.1, MAX_DURATION_S),
+        ("max output", [spec.max_output], 1, MAX_OUTPUT_TOKENS),
+        ("repeats", [spec.repeats], 1, MAX_REPEATS),
+    ]
+    for name, values, low, high in bounds:
+        bad = next((v for v in values if not (math.isfinite(v) and low <= v <= high)), None)
+        if bad is not None:
+            raise MeasureError(f"{name} {bad!r} is outside {low:g} to {high:,g}")
+    if not spec.contexts or not spec.concurrency:
+        raise MeasureError("the plan has no decode cell: give at least one context and one concurrency level")
+    seconds = estimate_seconds(spec)
+    if seconds > MAX_RUN_S:
+        raise MeasureError(f"the plan would take about {seconds / 86400:,.0f} days ({len(decode_cells(spec)):,} cells); "
+                           "measure fewer contexts or concurrency levels, or shorter windows")
 
 
 def usable_max_context(max_model_len: int, max_output: int) -> int:

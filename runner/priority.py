@@ -1,18 +1,18 @@
 """The runner's scheduling priority, raised while it measures.
 
-A client that waits for the CPU reads tokens late: on a two-core machine with six busy
-processes the simulator's token log showed TTFT read 13–37 ms late and three cells in seven
-Distorted at the default priority, against 5 ms and none at nice -10 in the same session
-(benchmarks/accuracy.py). The runner mostly sleeps on its sockets, so a higher priority costs
-the server next to nothing and lets the client take its timestamps when the bytes arrive.
+A client that waits for the CPU reads tokens late: on a busy machine the simulator's token log
+shows TTFT read late and cells Distorted at the default priority, far less so at nice -10
+(benchmarks/accuracy.py; figures in benchmarks/HISTORY.md). The runner mostly sleeps on its
+sockets, so a higher priority costs the server next to nothing and lets the client take its
+timestamps when the bytes arrive.
 
 A thread's nice value orders it only against threads of its own session, where Linux
 schedules by autogroup (sched_autogroup_enabled, the default on desktop and server kernels):
 sessions share the CPU between them by their autogroup's nice value first. A server started
 from another terminal or as a service is another session, so the runner raises its session's
-autogroup too. Against a real vLLM on two cores (its engine and worker busy on both), the
-runner's thread at nice -10 alone spent 75–94 % of each window waiting for a CPU and its
-loop lagged 1.2 s (99th percentile); with its autogroup at -10 as well, 5–16 % and 5–8 ms.
+autogroup too. Against a real vLLM busy on every core, the runner's thread at nice -10 alone
+spent most of each window waiting for a CPU, and its loop lagged; with its autogroup at -10 as
+well, it seldom waited.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import asyncio
 import os
 import shlex
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol, TextIO
@@ -20,6 +20,7 @@ from runner.bundle import formats
 from runner.bundle.formats import context_label
 from runner.bundle.redact import redact
 from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
+from runner.bundle.terminal_text import printable
 from runner.plan import PlanSpec
 
 
@@ -84,7 +85,8 @@ def summary_line(item: PrefillPoint | DecodeCell) -> str:
         return f"{formats.prefill_tok_s(item.prompt_tok_s)} prompt tok/s, {formats.ms_whole(item.ttft_ms)} TTFT"
     if item.total_tok_s is None:
         return item.status
-    line = f"{item.status}: {formats.tok_s(item.total_tok_s)} tok/s, {formats.ms_whole(item.ttft_ms or 0)} TTFT"
+    ttft = "no TTFT" if item.ttft_ms is None else f"{formats.ms_whole(item.ttft_ms)} TTFT"
+    line = f"{item.status}: {formats.tok_s(item.total_tok_s)} tok/s, {ttft}"
     return line + (f" ({item.distortion})" if item.status == "Distorted" and item.distortion else "")
 
 
@@ -99,7 +101,7 @@ class Progress:
         self.out: Path | None = None
 
     def note(self, message: str) -> None:
-        """Print the message as it is."""
+        """Print the message, its control characters shown as escapes."""
         self._print(message)
 
     def run_started(self, plan: PlanSpec, bundle: Bundle, out: Path, done: int, total: int) -> None:
@@ -129,16 +131,21 @@ class Progress:
         """Nothing more to say; the command line prints the outcome."""
 
     def _print(self, text: str) -> None:
-        self.stream.write(text + "\n")
+        self.stream.write(printable(text) + "\n")  # a server's error text may hold escape sequences
         self.stream.flush()
 
 
-def reporter_for(stream: TextIO) -> RunEvents:
-    """The live matrix view on a terminal that can redraw, plain lines anywhere else."""
-    if stream.isatty() and os.environ.get("TERM") != "dumb":
+def on_terminal(stream: TextIO) -> bool:
+    """Whether `stream` is a terminal that can redraw a live view."""
+    return stream.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def reporter_for(stream: TextIO, banner: Callable[[], str] | None = None) -> RunEvents:
+    """The live matrix view on a terminal that can redraw (with `banner` above it), plain lines anywhere else."""
+    if on_terminal(stream):
         from runner.live_view import LiveView
 
-        return LiveView(stream)
+        return LiveView(stream, banner=banner)
     return Progress(0, stream)
 
 
@@ -157,10 +164,15 @@ def reporting(events: RunEvents) -> Iterator[RunEvents]:
 
 def resume_command(argv: Sequence[str], out: Path) -> str:
     """The command that continues a run: the one typed, with --resume and the run's --out, secrets redacted."""
-    program = "python3 -m runner" if argv[0].endswith("__main__.py") else "runner"
-    args = [redact(arg) for arg in argv[1:]]
+    args = list(argv[1:])
     if "--resume" not in args:
         args.append("--resume")
     if not any(arg == "--out" or arg.startswith("--out=") for arg in args):
         args += ["--out", str(out)]
-    return f"{program} {shlex.join(args)}"
+    return typed_command([argv[0], *args])
+
+
+def typed_command(argv: Sequence[str]) -> str:
+    """The command line `argv`, as one to type again: the program as the user ran it, secrets redacted."""
+    program = "python3 -m runner" if argv[0].endswith("__main__.py") else "runner"
+    return f"{program} {shlex.join(redact(arg) for arg in argv[1:])}"

@@ -19,8 +19,11 @@ from runner.client import Client, Trace
 from runner.errors import RequestFailed
 
 Mode = Literal["ids", "text", "calibrated"]
+Api = Literal["completions", "chat"]
 
 POOL_TOKENS = 16384
+# Token ids past this are no vocabulary's: the answer is not a token list.
+MAX_TOKEN_ID = 1 << 31
 # Sized prompts are counted behind this head, so the server caches the head-led copy and the
 # prompt itself stays cold for its prefill. It ends in a newline, which tokenizers keep apart
 # from the "Request" every prompt starts with, so it adds the same tokens to each.
@@ -61,11 +64,13 @@ def word_salad(seed: int, words: int) -> str:
 
 
 def request_body(model: str, llama_cpp: bool, prompt: list[int] | str, max_tokens: int,
-                 ignore_eos: bool = True) -> dict:
-    """A streaming /completions request body that asks for a running token count in every
-    chunk: vLLM's and SGLang's continuous_usage_stats, llama.cpp's timings_per_token."""
+                 ignore_eos: bool = True, api: Api = "completions") -> dict:
+    """A streaming request body that asks for a running token count in every chunk (vLLM's and
+    SGLang's continuous_usage_stats, llama.cpp's timings_per_token): a /completions prompt, or
+    for the chat API the prompt as one user message (which the server wraps in its chat template)."""
+    text = {"messages": [{"role": "user", "content": prompt}]} if api == "chat" else {"prompt": prompt}
     body = {
-        "model": model, "prompt": prompt, "max_tokens": max_tokens, "stream": True,
+        "model": model, **text, "max_tokens": max_tokens, "stream": True,
         "stream_options": {"include_usage": True, "continuous_usage_stats": True},
     }
     if llama_cpp:
@@ -78,10 +83,16 @@ def request_body(model: str, llama_cpp: bool, prompt: list[int] | str, max_token
 class PromptMaker:
     """Builds exact-length prompts for one server and model; call `setup` once first."""
 
-    def __init__(self, client: Client, model: str, engine: str, nonce: str) -> None:
-        """Prompts for `model` on the server behind `client`; `nonce` makes this run's prompts unique."""
+    def __init__(self, client: Client, model: str, engine: str, nonce: str, api: Api = "completions") -> None:
+        """Prompts for `model` on the server behind `client` through `api`; `nonce` makes this run's prompts unique.
+
+        Through the chat API a prompt is text (no API takes token ids as a message), counted
+        with the chat template the server wraps it in.
+        """
         self.client = client
         self.model = model
+        self.api = api
+        self.templated = api == "chat" and engine != "llama.cpp"  # /tokenize takes messages: an exact check
         self.llama_cpp = engine == "llama.cpp"
         self.nonce = nonce
         self.mode: Mode = "calibrated"
@@ -101,16 +112,18 @@ class PromptMaker:
         self.pool_base = max(1, len(self.pool))
         if self.pool:
             probe = self.pool[:16]
-            try:
-                counted = await self._count(probe)
-                self.mode, self.offset = "ids", counted - len(probe)
-                return self.mode
-            except RequestFailed:
-                pass
+            if self.api == "completions":  # the chat API takes text, not token ids
+                try:
+                    counted = await self._count(probe)
+                    self.mode, self.offset = "ids", counted - len(probe)
+                    return self.mode
+                except RequestFailed:
+                    pass
             try:
                 text = await self.detokenize(probe)
                 counted = await self._count(text)
                 self.mode, self.offset = "text", counted - len(await self.tokenize(text))
+                self.templated = self.templated and await self._agrees(text, counted)
                 return self.mode
             except RequestFailed:
                 pass
@@ -142,10 +155,35 @@ class PromptMaker:
         for _ in range(6):
             text = await self.detokenize(ids)
             counted = len(await self.tokenize(text))
-            if counted == want:
+            if counted == want and self.templated:  # the template's tokens, counted by the server itself
+                off = await self._templated_count(text) - context
+                if off == 0:
+                    return Prompt(prompt=text, tokens=context)
+                want -= off
+            elif counted == want:
                 return Prompt(prompt=text, tokens=counted + self.offset)
             ids = ids[: len(ids) - (counted - want)] if counted > want else ids + await self._filler(want - counted, seed=len(ids))
         raise RequestFailed(f"could not build a prompt of exactly {context} tokens through /tokenize")
+
+    async def _agrees(self, text: str, counted: int) -> bool:
+        """Whether the server's /tokenize counts a chat prompt as its usage did (else the offset alone sizes prompts)."""
+        try:
+            return await self._templated_count(text) == counted
+        except RequestFailed:
+            return False
+
+    async def _templated_count(self, text: str) -> int:
+        """Tokens of `text` as one user message in the server's chat template (vLLM's /tokenize takes messages)."""
+        answer = await self.client.post_json("/tokenize", {
+            "model": self.model, "messages": [{"role": "user", "content": text}], "add_generation_prompt": True,
+        }, root=True)
+        count = answer.get("count") if isinstance(answer, dict) else None
+        tokens = answer.get("tokens") if isinstance(answer, dict) else None
+        if type(count) is int and count > 0:
+            return count
+        if isinstance(tokens, list) and tokens:
+            return len(tokens)
+        raise RequestFailed("/tokenize answered a chat prompt without a token count")
 
     async def _filler(self, count: int, seed: int) -> list[int]:
         """`count` pool tokens from a seeded offset in the first POOL_TOKENS words' worth.
@@ -183,8 +221,8 @@ class PromptMaker:
         return trace.prompt_tokens
 
     def body(self, prompt: list[int] | str, max_tokens: int, ignore_eos: bool = True) -> dict:
-        """A streaming /completions request body for `prompt` (see request_body)."""
-        return request_body(self.model, self.llama_cpp, prompt, max_tokens, ignore_eos)
+        """A streaming request body for `prompt` through this maker's API (see request_body)."""
+        return request_body(self.model, self.llama_cpp, prompt, max_tokens, ignore_eos, self.api)
 
     async def tokenize(self, text: str) -> list[int]:
         """The server's token ids for `text`, without special tokens."""
@@ -196,7 +234,9 @@ class PromptMaker:
         tokens = answer.get("tokens") if isinstance(answer, dict) else None
         if not isinstance(tokens, list):
             raise RequestFailed("/tokenize answered without a token list")
-        return [int(t) for t in tokens]
+        if not all(type(t) is int and 0 <= t < MAX_TOKEN_ID for t in tokens):
+            raise RequestFailed("/tokenize answered with something other than token ids")
+        return tokens
 
     async def detokenize(self, ids: list[int]) -> str:
         """The server's text for token `ids`."""

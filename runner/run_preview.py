@@ -6,7 +6,8 @@ import datetime as dt
 import os
 
 from runner.bundle.formats import context_label
-from runner.bundle.redact import redact
+from runner.bundle.redact import known_secrets, redact
+from runner.bundle.terminal_text import printable
 from runner.client import Client
 from runner.errors import MeasureError, ServerError
 from runner.hardware import detect_gpus
@@ -20,17 +21,18 @@ from runner.server_facts import probe_server
 async def run_preview(options: Options) -> str:
     """Probe the server and describe the run that `runner measure` would make."""
     api_key = os.environ.get(options.api_key_env) or None
+    secrets = known_secrets(api_key, options.launch_command)
     client = Client(options.base_url, api_key, options.stall_timeout)
     try:
         facts = await probe_server(client, options.model, options.ready_timeout, options.kv_capacity,
                                     options.launch_command)
     except ServerError as exc:
-        raise MeasureError(redact(str(exc), [api_key] if api_key else [])) from None
+        raise MeasureError(redact(str(exc), secrets)) from None
     finally:
         await client.aclose()
     plan = plan_for(options, facts)
     gpus = detect_gpus() if is_local(options.base_url) else None
-    header = build_header(options, facts, gpus, api_key, dt.datetime.now(dt.timezone.utc))
+    header = build_header(options, facts, gpus, secrets, dt.datetime.now(dt.timezone.utc))
     hw = header.hardware
     cells = decode_cells(plan)
     gpu_text = f"{hw.gpu_count or '?'} × {hw.gpu} {hw.vram_per_gpu_gb or '?'} GB" if hw.gpu else "none detected"
@@ -51,4 +53,5 @@ async def run_preview(options: Options) -> str:
         + (f", each measured {plan.repeats} times" if plan.repeats > 1 else ""),
         f"estimate:     about {duration_text(estimate_seconds(plan))}",
     ]
-    return "\n".join(lines)
+    # The server's own words (its model id, its version) are neither trusted nor secret-free.
+    return "\n".join(printable(redact(line, secrets)) for line in lines)

@@ -8,18 +8,27 @@ vllm:cache_config_info), SGLang (/get_server_info), llama.cpp (/props, /slots), 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from runner import metrics
-from runner.client import Client
+from runner.bundle.schema import MAX_TOKENS
+from runner.bundle.terminal_text import printable
+from runner.client import Client, UntrustedCertificate
+from runner.endpoints import MetricsEndpoints
 from runner.errors import RequestFailed, ServerError
 from runner.launch import parse_launch
 
 # Engines that name themselves in /v1/models' owned_by, spelled as pages print them.
 ENGINE_BY_OWNER = {"tensorrt_llm": "tensorrt-llm"}
+# An error naming the served models names this many, each cut to this many characters.
+MODELS_SHOWN = 10
+MODEL_ID_SHOWN = 200
+# A version or build string a server reports is kept to this many characters.
+FACT_CHARS = 200
 
 
 class ServerFacts(msgspec.Struct, kw_only=True):
@@ -40,6 +49,8 @@ class ServerFacts(msgspec.Struct, kw_only=True):
     ignore_eos: bool = True
     # How streamed tokens are counted: "usage" or "timings" (a running count), or "chunks".
     token_counts: str | None = None
+    # The API measured through, once the first request settled it.
+    api: Literal["completions", "chat"] = "completions"
 
 
 async def wait_ready(client: Client, timeout: float) -> list[dict]:
@@ -58,6 +69,8 @@ async def wait_ready(client: Client, timeout: float) -> list[dict]:
                 last = f"HTTP {response.status_code}"
         except ValueError:
             last = f"/models did not answer JSON: {response.text[:80]!r}"
+        except UntrustedCertificate as exc:  # no retry makes a certificate trusted
+            raise ServerError(str(exc)) from None
         except RequestFailed as exc:
             last = str(exc)
         if time.monotonic() >= deadline:
@@ -76,27 +89,57 @@ def model_entries(document: Any) -> list[dict]:
 def choose_model(entries: list[dict], wanted: str | None, base_url: str) -> str:
     """The model to measure: `wanted` if the server lists it, else the server's only model."""
     ids = [e["id"] for e in entries]
-    shown = [i if i.isprintable() else repr(i) for i in ids]  # an id cannot break the error line
     if wanted:
         if wanted not in ids:
-            raise ServerError(f"model {wanted!r} is not served at {base_url} (it serves: {', '.join(shown)})")
+            raise ServerError(f"model {printable(wanted, MODEL_ID_SHOWN)!r} is not served at {base_url} "
+                              f"(it serves: {_some_models(ids)})")
         return wanted
     if len(ids) != 1:
-        raise ServerError(f"the server at {base_url} serves several models ({', '.join(shown)}); choose one with --model")
+        raise ServerError(f"the server at {base_url} serves several models ({_some_models(ids)}); choose one with --model")
     return ids[0]
 
 
+def _some_models(ids: list[str]) -> str:
+    """The first MODELS_SHOWN model ids, each shortened and made printable, and how many more there are."""
+    shown = ", ".join(printable(i, MODEL_ID_SHOWN) for i in ids[:MODELS_SHOWN])
+    return shown + (f" and {len(ids) - MODELS_SHOWN:,} more" if len(ids) > MODELS_SHOWN else "")
+
+
 def _int(value: Any) -> int | None:
-    """A positive int from a JSON value, or None."""
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
+    """A positive whole number from a JSON value (a number or its text), or None for anything else:
+    a fraction, an infinity, true, or a claim past the bundle's limit on a token count."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
-    return number if number > 0 else None
+    try:
+        number = float(value) if isinstance(value, str) else value
+        if isinstance(number, float):
+            if not math.isfinite(number) or not number.is_integer():
+                return None
+            number = int(number)
+    except ValueError:
+        return None
+    return number if 0 < number <= MAX_TOKENS else None
+
+
+def _dict(value: Any) -> dict:
+    """A JSON object, or an empty one in place of anything else."""
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str | None:
+    """A version or build string from a JSON value (numbers written out), cut to FACT_CHARS; None for anything else."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, (str, int, float)):
+        return str(value)[:FACT_CHARS] or None
+    return None
 
 
 async def probe_server(client: Client, wanted_model: str | None, ready_timeout: float,
-                       kv_capacity: int | None = None, launch_command: str | None = None) -> ServerFacts:
+                       kv_capacity: int | None = None, launch_command: str | None = None,
+                       endpoints: MetricsEndpoints | None = None) -> ServerFacts:
     """Wait for the server, then gather every fact the run and the bundle need.
 
     `launch_command` settles what the API cannot tell: whether llama.cpp's slots share one KV buffer.
@@ -106,7 +149,7 @@ async def probe_server(client: Client, wanted_model: str | None, ready_timeout: 
     entry = next(e for e in entries if e.get("id") == model)
     facts = ServerFacts(base_url=client.base_url, model=model, models=[e["id"] for e in entries])
     facts.max_model_len = _int(entry.get("max_model_len"))
-    owner = str(entry.get("owned_by") or "").lower()
+    owner = (_text(entry.get("owned_by")) or "").lower()
 
     version, props, sglang, tgi = await asyncio.gather(
         client.get_json("/version", root=True), client.get_json("/props", root=True),
@@ -119,24 +162,24 @@ async def probe_server(client: Client, wanted_model: str | None, ready_timeout: 
             facts.slots = len(slots)
     elif isinstance(sglang, dict) and ({"max_total_num_tokens", "internal_states"} & sglang.keys() or owner == "sglang"):
         facts.engine = "sglang"
-        facts.version = sglang.get("version") or (version or {}).get("version")
+        facts.version = _text(sglang.get("version")) or _text(_dict(version).get("version"))
         facts.max_model_len = facts.max_model_len or _int(sglang.get("context_length"))
         facts.kv_capacity = _sglang_kv_tokens(sglang)
         facts.kv_source = "sglang /get_server_info" if facts.kv_capacity else None
     elif isinstance(tgi, dict) and "model_id" in tgi:
-        facts.engine, facts.version, facts.build = "tgi", tgi.get("version"), tgi.get("sha")
+        facts.engine, facts.version, facts.build = "tgi", _text(tgi.get("version")), _text(tgi.get("sha"))
         facts.max_model_len = facts.max_model_len or _int(tgi.get("max_total_tokens"))
         facts.kv_capacity = _int(tgi.get("max_batch_total_tokens"))
         facts.kv_source = "tgi /info" if facts.kv_capacity else None
         facts.ignore_eos = False
-    elif isinstance(version, dict) and version.get("version"):
+    elif isinstance(version, dict) and _text(version.get("version")):
         facts.engine = ENGINE_BY_OWNER.get(owner, owner if owner and owner not in ("system", "organization-owner") else "vllm")
-        facts.version = str(version["version"])
+        facts.version = _text(version["version"])
         facts.simulated = bool(version.get("simulator")) or facts.version.endswith("+sim")
     else:
         facts.engine = owner or "unknown"
 
-    samples = await scrape(client)
+    samples = await (endpoints or MetricsEndpoints(client)).samples()
     if samples:
         facts.queue_gauge = metrics.queue_length(samples) is not None
         from_metrics = metrics.kv_capacity_tokens(samples)
@@ -157,7 +200,7 @@ def _sglang_kv_tokens(info: dict) -> int | None:
     ranks = [s for s in states if isinstance(s, dict)] if isinstance(states, list) else []
     per_rank = _int(info.get("max_total_num_tokens")) or next(
         (n for n in (_int(s.get("max_total_num_tokens")) for s in ranks) if n), None)
-    return per_rank * (_int(info.get("dp_size")) or 1) if per_rank else None
+    return _int(per_rank * (_int(info.get("dp_size")) or 1)) if per_rank else None
 
 
 def _llama_cpp(facts: ServerFacts, props: dict, entry: dict, unified: bool | None) -> None:
@@ -168,11 +211,11 @@ def _llama_cpp(facts: ServerFacts, props: dict, entry: dict, unified: bool | Non
     and the source says so.
     """
     facts.engine = "llama.cpp"
-    facts.build = props.get("build_info") or None
+    facts.build = _text(props.get("build_info"))
     facts.version = facts.build
-    per_slot = _int((props.get("default_generation_settings") or {}).get("n_ctx"))
+    per_slot = _int(_dict(props.get("default_generation_settings")).get("n_ctx"))
     slots = _int(props.get("total_slots"))
-    facts.max_model_len = per_slot or _int((entry.get("meta") or {}).get("n_ctx_train"))
+    facts.max_model_len = per_slot or _int(_dict(entry.get("meta")).get("n_ctx_train"))
     facts.slots = slots
     if per_slot and unified:
         facts.kv_capacity, facts.kv_source = per_slot, "llama.cpp /props n_ctx, one KV buffer shared by the slots"
@@ -182,15 +225,6 @@ def _llama_cpp(facts: ServerFacts, props: dict, entry: dict, unified: bool | Non
             "" if unified is False else "; assumes a KV buffer per slot (-np N): give --launch-command to tell")
 
 
-async def scrape(client: Client) -> list[metrics.Sample]:
-    """One scrape of /metrics, or an empty list when the server has none."""
-    try:
-        response = await client.get("/metrics", root=True)
-    except RequestFailed:
-        return []
-    return metrics.parse_prometheus(response.text) if response.status_code == 200 else []
-
-
-async def busy_requests(client: Client) -> float | None:
-    """Requests running or waiting on the server right now, or None if it does not say."""
-    return metrics.busy_requests(await scrape(client))
+async def busy_requests(endpoints: MetricsEndpoints) -> float | None:
+    """Requests running or waiting on the server right now (on all its endpoints), or None if it does not say."""
+    return metrics.busy_requests(await endpoints.samples())

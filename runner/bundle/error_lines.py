@@ -12,6 +12,8 @@ from pathlib import Path
 
 import msgspec
 
+from runner.bundle.terminal_text import printable
+
 # msgspec's "<what> - at `$.path`", its two kinds of <what> we reword, and its type names in words.
 _AT = re.compile(r"^(?P<what>.*?)(?: - at `(?P<where>[^`]*)`)?$", re.DOTALL)
 _UNKNOWN = re.compile(r"^Object contains unknown field `(?P<name>[^`]*)`$")
@@ -21,9 +23,17 @@ _KINDS = {"float": "a number", "int": "a whole number", "str": "a string", "bool
 _SYNTAX = re.compile(r"(?:JSON is malformed: )?(.*?)(?: \(byte (\d+)\))?", re.DOTALL)
 
 
+# The longest error line printed: a message naming ten thousand served models stays readable.
+MAX_ERROR_CHARS = 2000
+
+
 def print_error(line: str) -> None:
-    """Print one `error: …` line on stderr, the form every command's errors take."""
-    print(f"error: {line}", file=sys.stderr, flush=True)
+    """Print one `error: …` line on stderr, the form every command's errors take.
+
+    What the line quotes may come from a server or a file, so its control and reordering
+    characters are shown as escapes, and it is cut at MAX_ERROR_CHARS.
+    """
+    print(f"error: {printable(line, MAX_ERROR_CHARS)}", file=sys.stderr, flush=True)
 
 
 def located(path: Path | str, where: str | None, message: str) -> str:

@@ -10,7 +10,16 @@ import os
 import tempfile
 from pathlib import Path
 
-from runner.bundle.schema import Bundle, encode_bundle
+from runner.bundle.schema import Bundle, encode_bundle, schema_problem
+
+
+class InvalidBundle(ValueError):
+    """A bundle the schema rejects was about to be written; `where` is its `$.field`."""
+
+    def __init__(self, where: str, what: str) -> None:
+        """The field and what is wrong with it."""
+        super().__init__(f"{where}: {what}")
+        self.where, self.what = where, what
 
 
 class Unreadable(Exception):
@@ -48,5 +57,11 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def write_bundle(path: Path, bundle: Bundle) -> None:
-    """Write `bundle` to `path` atomically, encoded as every bundle is (runner/bundle/schema.py)."""
+    """Write `bundle` to `path` atomically, encoded as every bundle is (runner/bundle/schema.py).
+
+    A bundle the schema rejects (a negative or non-finite figure, say) is never written: sitegen
+    would refuse it, so InvalidBundle is raised instead."""
+    problem = schema_problem(bundle)
+    if problem is not None:
+        raise InvalidBundle(*problem)
     write_atomic(path, encode_bundle(bundle))

@@ -18,12 +18,18 @@ RUN_ID_MAX = 120
 RUN_ID_RULE = f"lowercase ASCII letters, digits and inner hyphens, at most {RUN_ID_MAX} characters"
 
 
+def readable_slug(text: str, max_length: int = RUN_ID_MAX) -> str:
+    """Text transliterated, lowercased and cut ('Ling-3.0 on H200' -> 'ling-3-0-on-h200', '通义千问' ->
+    'tong-yi-qian-wen'); empty when nothing in it transliterates ("🚀"). Never two hyphens in a row."""
+    return slugify(text, max_length=max_length, word_boundary=False)
+
+
 def slug(text: str, max_length: int = RUN_ID_MAX) -> str:
-    """A stable slug of text ('Ling-3.0 on H200' -> 'ling-3-0-on-h200', '通义千问' -> 'tong-yi-qian-wen').
+    """A stable slug of text: its readable slug.
 
     A name with nothing to transliterate ("🚀") gets a slug from its hash, so two such names stay apart.
     """
-    found = slugify(text, max_length=max_length, word_boundary=False)
+    found = readable_slug(text, max_length)
     if found:
         return found
     return "run" if not text.strip() else "x-" + hashlib.sha256(text.encode()).hexdigest()[:10]

@@ -10,8 +10,11 @@ their form. Each match keeps its label and replaces only the secret with `<redac
 
 from __future__ import annotations
 
+import base64
+import functools
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
 import msgspec
@@ -56,11 +59,23 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+# A value shorter than this from the environment is no secret worth matching ("1", "true").
+_ENV_SECRET_MIN = 8
+# A given secret cut short by an excerpt ("…AKIAab/cd+SEC…") goes from this many characters on.
+_TRUNCATED_MIN = 6
+# What may follow a secret an excerpt cut short: the end of the text, an ellipsis, closing quotes.
+_CUT_END = re.compile(r"""(?:…|\.\.\.)?["'}\]\s]*\Z""")
+
+
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """Return `text` with every secret it names or shows, and every given secret value, replaced."""
+    """Return `text` with every secret it names or shows, and every given secret value, replaced.
+
+    A given value goes in every form a server may echo it in (see `_echo_forms`), and also
+    when an excerpt cut it short at the end of the text.
+    """
     for secret in secrets:
         if secret:
-            text = text.replace(secret, REDACTED)
+            text = _redact_value(text, secret)
     text = _redact_options(text)
     text = _redact_pairs(text)
     for pattern, replacement in _RULES:
@@ -81,7 +96,7 @@ def redact_fields(value: T, secrets: Iterable[str] = ()) -> T:
         return [redact_fields(item, secrets) for item in value]  # type: ignore[return-value]
     if isinstance(value, msgspec.Struct):
         changes = {}
-        for name in value.__struct_fields__:  # not structs.fields(): it evaluates every annotation, 20x slower
+        for name in value.__struct_fields__:  # not structs.fields(): it evaluates every annotation on each call
             current = getattr(value, name)
             if isinstance(current, (str, list, msgspec.Struct)):
                 cleaned = redact_fields(current, secrets)
@@ -89,6 +104,91 @@ def redact_fields(value: T, secrets: Iterable[str] = ()) -> T:
                     changes[name] = cleaned
         return msgspec.structs.replace(value, **changes) if changes else value
     return value
+
+
+def known_secrets(api_key: str | None, launch_command: str | None = None,
+                  environ: Mapping[str, str] | None = None) -> list[str]:
+    """The secret values a run knows and a server may echo back: its API key, the values its launch
+    command's secret-named options and assignments hold, and secret-named environment variables."""
+    found = [api_key] if api_key else []
+    if launch_command:  # each pass on the whole command: an option's values may hold a NAME=value too
+        _redact_options(launch_command, found)
+        _redact_pairs(launch_command, found)
+    for name, value in (os.environ if environ is None else environ).items():
+        if len(value) >= _ENV_SECRET_MIN and secret_name(name):
+            found.append(value)
+    return sorted({value for value in found if value and value != REDACTED}, key=len, reverse=True)
+
+
+def _redact_value(text: str, secret: str) -> str:
+    """`text` without `secret` in any echoed form, nor its first characters where an excerpt cut it."""
+    text = _echo_pattern(secret).sub(REDACTED, text)
+    if len(secret) < _TRUNCATED_MIN:
+        return text
+    pieces = _char_patterns(secret)
+    start = _echo_pattern(secret[:_TRUNCATED_MIN]).search(text)
+    while start is not None:
+        end = start.end()
+        for piece in pieces[_TRUNCATED_MIN:]:
+            step = piece.match(text, end)
+            if step is None:
+                break
+            end = step.end()
+        if _CUT_END.match(text, end):
+            return text[: start.start()] + REDACTED + text[end:]
+        start = _echo_pattern(secret[:_TRUNCATED_MIN]).search(text, start.start() + 1)
+    return text
+
+
+def _char_forms(char: str) -> list[str]:
+    """Regular expressions for one character of a secret as a server may echo it: itself, after
+    backslashes (JSON's `\\/`, a repr's `\\\\`), as a \\u escape, percent-encoded (once or twice,
+    either case, `+` for a space), as an HTML entity (once or twice), and a URL-decoded `+` as a space."""
+    code = ord(char)
+    forms = [re.escape(char), r"\\+" + re.escape(char)]
+    if code < 0x10000:
+        forms.append(r"\\+u" + _any_case(f"{code:04x}"))
+    forms.append("".join(f"%(?:25)*{_any_case(f'{byte:02x}')}" for byte in char.encode()))
+    forms.append(rf"&(?:amp;)*#(?:0*{code}|[xX]0*{_any_case(f'{code:x}')});")
+    named = {"&": "amp", '"': "quot", "'": "apos", "<": "lt", ">": "gt"}.get(char)
+    if named:
+        forms.append(rf"&(?:amp;)*{named};")
+    if char in " +":
+        forms.append(r"[ +]")
+    return forms
+
+
+def _any_case(hex_digits: str) -> str:
+    """A pattern for hex digits in either case."""
+    return "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in hex_digits)
+
+
+@functools.lru_cache(maxsize=64)
+def _char_patterns(secret: str) -> tuple[re.Pattern[str], ...]:
+    """One compiled pattern per character of `secret`, each matching any of its echoed forms."""
+    return tuple(re.compile("(?:" + "|".join(_char_forms(char)) + ")") for char in secret)
+
+
+@functools.lru_cache(maxsize=64)
+def _echo_pattern(secret: str) -> re.Pattern[str]:
+    """`secret` in every form `_char_forms` knows, character by character (so mixed forms too), or
+    base64-encoded (as a proxy may echo a Basic credential) at any of the three byte alignments."""
+    chars = "".join("(?:" + "|".join(_char_forms(char)) + ")" for char in secret)
+    return re.compile("|".join([chars, *map(re.escape, _base64_cores(secret))]))
+
+
+def _base64_cores(secret: str) -> list[str]:
+    """The base64 text `secret` always encodes to wherever it starts (the groups no neighbour touches),
+    in the standard and URL-safe alphabets; none for a secret too short to leave 16 such characters."""
+    raw = secret.encode()
+    cores = []
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + raw).decode()
+        whole_groups = (len(raw) + shift) // 3
+        core = encoded[4 if shift else 0: 4 * whole_groups]
+        if len(core) >= 16:
+            cores += [core, core.replace("+", "-").replace("/", "_")]
+    return cores
 
 
 def secret_name(name: str) -> bool:
@@ -102,8 +202,10 @@ def _is_option(word: str) -> bool:
     return len(word) > 1 and word[0] == "-" and not re.match(r"-\d", word)
 
 
-def _redact_options(text: str) -> str:
-    """Secret-named options lose all their values (up to the next option or shell operator); `-u user:pass` its password."""
+def _redact_options(text: str, found: list[str] | None = None) -> str:
+    """Secret-named options lose all their values (up to the next option or shell operator); `-u user:pass` its password.
+
+    Each value removed is added to `found`, where one is given."""
     pieces: list[str] = []
     last = 0
     secret_values = False
@@ -134,11 +236,27 @@ def _redact_options(text: str) -> str:
             replacement = _without_password(word, 0)
             user_value = False
         if replacement is not None and replacement != word:
+            if found is not None:
+                found.append(_unquoted(_removed(word, replacement)))
             pieces.append(text[last:match.start()])
             pieces.append(replacement)
             last = match.end()
     pieces.append(text[last:])
     return "".join(pieces)
+
+
+def _removed(original: str, replacement: str) -> str:
+    """What a replacement took out of `original`: its text after the part both share."""
+    kept = replacement.removesuffix(REDACTED)
+    return original[len(kept):] if original.startswith(kept) else original
+
+
+def _unquoted(value: str) -> str:
+    """A shell or JSON value without the quotes around it."""
+    for quote in ('\\"', "\\'", '"', "'"):
+        if len(value) >= 2 * len(quote) and value.startswith(quote) and value.endswith(quote):
+            return value[len(quote): -len(quote)]
+    return value
 
 
 def _without_password(word: str, start: int) -> str:
@@ -147,8 +265,10 @@ def _without_password(word: str, start: int) -> str:
     return word if colon < 0 else word[: colon + 1] + REDACTED
 
 
-def _redact_pairs(text: str) -> str:
-    """Secret-named `NAME=value`, `"name": value` and `name: value` pairs lose their value, at any depth."""
+def _redact_pairs(text: str, found: list[str] | None = None) -> str:
+    """Secret-named `NAME=value`, `"name": value` and `name: value` pairs lose their value, at any depth.
+
+    Each value removed is added to `found`, where one is given."""
     pieces: list[str] = []
     last = 0
     position = 0
@@ -166,6 +286,8 @@ def _redact_pairs(text: str) -> str:
         end, quoted = _value_end(text, start)
         if end <= start or text[start:end] in (REDACTED, f'"{REDACTED}"', f"'{REDACTED}'"):
             continue
+        if found is not None:
+            found.append(_unquoted(text[start:end]))
         pieces.append(text[last:start])
         pieces.append(quoted + REDACTED + quoted if quoted else (f'"{REDACTED}"' if text[start] in "{[" and match.group("quote") else REDACTED))
         last = position = end

@@ -12,7 +12,8 @@ byte, and `None` keeps meaning "the field exists but has no value".
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Literal
+import math
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -31,7 +32,9 @@ RunId = Annotated[
         description="Slug of lowercase ASCII letters, digits and hyphens; unique in a site.",
     ),
 ]
-Tokens = Annotated[int, msgspec.Meta(ge=1, le=1 << 40)]
+# The most tokens any count of a bundle may hold: a bound on what a server or a file may claim.
+MAX_TOKENS = 1 << 40
+Tokens = Annotated[int, msgspec.Meta(ge=1, le=MAX_TOKENS)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
 Rate = Annotated[float, msgspec.Meta(ge=0)]
 Text = Annotated[str, msgspec.Meta(max_length=100_000)]
@@ -72,6 +75,10 @@ class Engine(msgspec.Struct, kw_only=True):
     repository: Text | None = None
     build: Text | None = None
     commit: Text | None = None
+    # Speculative decoding as launched: the method ("eagle3", "draft_model", "ngram"…) and the
+    # tokens drafted per step.
+    speculative_method: Text | UnsetType = UNSET
+    speculative_tokens: Annotated[int, msgspec.Meta(ge=1, le=1024)] | UnsetType = UNSET
 
 
 class RunInfo(msgspec.Struct, kw_only=True):
@@ -84,6 +91,8 @@ class RunInfo(msgspec.Struct, kw_only=True):
     prefill_mode: Text | None = None
     seconds_per_measurement: Rate | None = None
     max_output_tokens: Tokens | None = None
+    # The API the requests went through: "completions" or "chat" (the chat template applied).
+    api: Literal["completions", "chat"] | UnsetType = UNSET
 
 
 class PrefillPoint(msgspec.Struct, kw_only=True):
@@ -95,6 +104,15 @@ class PrefillPoint(msgspec.Struct, kw_only=True):
     ttft_ms: Rate | None = None
     prompt_tokens: Count | None = None
     error: Text | None = None
+
+
+class EndpointCheck(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One /metrics endpoint of a server measured through several (`--metrics-url`): how its scrapes went."""
+
+    url: Text
+    scrapes: Count
+    failed: Count = 0
+    scrape_max_ms: Rate | None = None
 
 
 class ServerCheck(msgspec.Struct, kw_only=True):
@@ -133,6 +151,53 @@ class ServerCheck(msgspec.Struct, kw_only=True):
     scrape_max_ms: Rate | None = None
     active_mean: Rate | None | UnsetType = UNSET
     first_token_waited_share: Rate | None | UnsetType = UNSET
+    endpoints: list[EndpointCheck] | UnsetType = UNSET
+
+
+class SpeculativeCheck(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Speculative decoding over one decode window, as the server accounts for it.
+
+    From vLLM's counters (the change over the window): `drafts` (draft runs), `draft_tokens`
+    (tokens proposed) and `accepted_tokens`; `acceptance_rate` = accepted ÷ draft tokens,
+    `mean_acceptance_length` = 1 + accepted ÷ drafts (tokens one target pass yields, its own
+    token included), and `per_position[k]` = accepted at draft position k ÷ drafts. Where an
+    engine keeps only running means (SGLang's gauges), the two rates are their mean over the
+    window's scrapes and the counts stay empty. `source` says which.
+    """
+
+    source: Text
+    drafts: Count | None = None
+    draft_tokens: Count | None = None
+    accepted_tokens: Count | None = None
+    acceptance_rate: Rate | None = None
+    mean_acceptance_length: Rate | None = None
+    per_position: list[Rate] | None = None
+
+
+class EnergyCheck(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The GPUs' energy over one decode window: each GPU's energy counter read at the window's start
+    and end, and its power sampled in between to judge the reading.
+
+    `source` is "nvml" (the runner's own machine) or the DCGM exporter's URL. `joules` is summed
+    over `gpus`; `joules_per_output_token` divides it by the window's output tokens and
+    `joules_per_token` by its output and prompt tokens together; `mean_watts_per_gpu` is joules ÷
+    seconds ÷ GPUs. `valid` is False, with `invalid_reason`, when the reading cannot be trusted:
+    a failed or slow read at either end, a GPU missing at either end, a counter that went
+    backwards (a reset) or did not advance, a gap over 3 s without a fresh reading, or a window
+    under 2 s (a counter moves in steps of about 100 ms). An invalid reading keeps no joules.
+    """
+
+    source: Text
+    valid: bool
+    invalid_reason: Text | None = None
+    gpus: Count = 0
+    seconds: Rate | None = None
+    joules: Rate | None = None
+    joules_per_output_token: Rate | None = None
+    joules_per_token: Rate | None = None
+    mean_watts_per_gpu: Rate | None = None
+    power_samples: Count = 0
+    max_sample_gap_s: Rate | None = None
 
 
 class ClientCheck(msgspec.Struct, kw_only=True):
@@ -181,6 +246,36 @@ class DecodeCell(msgspec.Struct, kw_only=True):
     server: ServerCheck | UnsetType = UNSET
     client: ClientCheck | UnsetType = UNSET
     distortion: Text | UnsetType = UNSET
+    speculative: SpeculativeCheck | UnsetType = UNSET
+    energy: EnergyCheck | UnsetType = UNSET
+
+
+class ServerLaunch(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """How the runner started and stopped the server it measured (`runner measure --serve`, `runner sweep`),
+    and the batch job it ran in, where a scheduler ran it."""
+
+    ready_s: Rate | None = None
+    ended: Text | None = None
+    log: Text | None = None
+    scheduler: Text | None = None
+    job_id: Text | None = None
+    node: Text | None = None
+
+
+GpuCount = Annotated[int, msgspec.Meta(ge=1, le=1 << 20)]
+
+
+class Topology(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """How the deployment spreads over GPUs: nodes, parallel sizes, and for disaggregated serving the
+    GPUs of the prefill and the decode side (tok/s per GPU divides output tok/s by the decode GPUs)."""
+
+    nodes: GpuCount | None = None
+    tensor_parallel: GpuCount | None = None
+    pipeline_parallel: GpuCount | None = None
+    data_parallel: GpuCount | None = None
+    expert_parallel: GpuCount | None = None
+    prefill_gpus: GpuCount | None = None
+    decode_gpus: GpuCount | None = None
 
 
 class Bundle(msgspec.Struct, kw_only=True):
@@ -199,6 +294,8 @@ class Bundle(msgspec.Struct, kw_only=True):
     notes: Text | None = None
     prefill: list[PrefillPoint] = msgspec.field(default_factory=list)
     decode: list[DecodeCell] = msgspec.field(default_factory=list)
+    launch: ServerLaunch | UnsetType = UNSET
+    topology: Topology | UnsetType = UNSET
 
 
 _decoder = msgspec.json.Decoder(Bundle)
@@ -213,6 +310,38 @@ def decode_bundle(data: bytes | str) -> Bundle:
 def encode_bundle(bundle: Bundle) -> bytes:
     """Encode a bundle as pretty, deterministic JSON ending in a newline."""
     return msgspec.json.format(_encoder.encode(bundle), indent=2) + b"\n"
+
+
+def schema_problem(value: msgspec.Struct) -> tuple[str, str] | None:
+    """Why `value` would not load back as its own type, as (`$.field`, what is wrong); None if it would.
+
+    A Struct is not checked when made, and JSON would write a NaN or an infinity as null, so
+    every record is checked this way before it is written: its constraints and finite numbers.
+    """
+    plain = msgspec.to_builtins(value)
+    where = _non_finite(plain, "$")
+    if where is not None:
+        return where, "not a finite number"
+    try:
+        msgspec.convert(plain, type(value))
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        what, _, at = text.partition(" - at `")
+        return (at.rstrip("`") or "$"), what
+    return None
+
+
+def _non_finite(value: Any, where: str) -> str | None:
+    """The `$.path` of the first NaN or infinity in plain data, or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else where
+    if isinstance(value, dict):
+        items = ((f"{where}.{key}", item) for key, item in value.items())
+    elif isinstance(value, list):
+        items = ((f"{where}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    return next((found for path, item in items if (found := _non_finite(item, path)) is not None), None)
 
 
 def bundle_json_schema() -> dict:

@@ -224,18 +224,27 @@ def running_simulator(config: SimConfig | None = None, host: str = "127.0.0.1",
         loop.close()
 
 
-def serve(config: SimConfig | None = None, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Serve until Ctrl-C (for `runner simulate`), printing the base URL first."""
+# The exit status of `runner simulate --serve-only` when a fault kills the simulated server.
+DIED_STATUS = 3
+
+
+def serve(config: SimConfig | None = None, host: str = "127.0.0.1", port: int = 8000) -> int:
+    """Serve until Ctrl-C (for `runner simulate`), printing the base URL first; 0, or DIED_STATUS
+    when a fault killed the server, so a process that launched it sees it die as a real one would."""
     config = config or SimConfig()
 
-    async def main() -> None:
-        """Start, announce, and run until cancelled (Ctrl-C), then close."""
+    async def main() -> int:
+        """Start, announce, and run until cancelled (Ctrl-C) or dead, then close."""
         server = await start_simulator(config, host, port)
         print(f"Simulating {config.model} at {server.base_url} (Ctrl-C stops)", flush=True)
         try:
-            await asyncio.Event().wait()
+            while not server.dead:
+                await asyncio.sleep(0.2)
+            print("the simulated server died (a fault in its config)", flush=True)
+            return DIED_STATUS
         finally:
             await server.close()
 
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+        return asyncio.run(main())
+    return 0

@@ -20,9 +20,9 @@ from runner.options import Options
 from runner.plan import PlanSpec, estimate_seconds, measuring_order
 from runner.server_facts import ServerFacts
 from runner.simulate import load_sim_config
+from sitegen.content.loader import load_bundle
 from sitegen.errors import InputError
 from sitegen.importers.importer import slug_id
-from sitegen.loader import load_bundle
 from tests.builders import ROOT
 
 
@@ -55,7 +55,7 @@ def test_sitegen_imports_of_the_runner_only_the_contract_and_the_contract_nothin
 def test_a_run_measured_and_the_same_run_imported_get_one_id(model: str) -> None:
     started = dt.datetime(2026, 9, 3, 12, 30, tzinfo=dt.timezone.utc)
     facts = ServerFacts(base_url="http://10.0.0.1:8000/v1", model=model, models=[model], engine="vllm", version="0.9")
-    measured = build_header(Options(base_url=facts.base_url), facts, None, None, started).id
+    measured = build_header(Options(base_url=facts.base_url), facts, None, [], started).id
     shown = model.rsplit("/", 1)[-1]
     imported = slug_id(shown, None, "vllm", started.strftime("%Y-%m-%d-%H%M"))
     assert measured == imported and is_run_id(measured) and len(measured) <= RUN_ID_MAX

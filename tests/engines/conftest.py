@@ -42,7 +42,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
 
 @pytest.fixture(scope="session")
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    """One vLLM for the whole test session: starting one takes 20–50 s and about 3 GiB."""
+    """One vLLM for the whole test session: starting one is slow and takes gigabytes of memory."""
     if not vllm_cpu.VENV_PYTHON.exists():
         engine_missing(f"no vLLM venv at {vllm_cpu.VENV_PYTHON.parent.parent}", vllm_cpu.SETUP)
     folder = tmp_path_factory.mktemp("vllm")

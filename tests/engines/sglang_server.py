@@ -71,8 +71,8 @@ def server_env(cache: Path) -> dict[str, str]:
     """The environment SGLang runs in: CPU engine, one compute thread, offline, every cache inside `cache`.
 
     One thread: torch's OpenMP threads wait on each other at every step, and on two shared cores
-    one of them is often descheduled; 4 streams of 64 tokens took 16–22 s with two threads and
-    0.8 s with one, side by side on a loaded machine.
+    one of them is often descheduled, which made a few short streams many times slower with two
+    threads than with one, side by side on a loaded machine.
     """
     env = os.environ.copy()
     env.update({

@@ -76,3 +76,11 @@ def test_kv_capacity_of_split_and_shared_slot_caches(llama_server, tmp_path: Pat
     assert (told.slots, told.max_model_len, told.kv_capacity) == (SLOTS, 8192, 8192)
     assert "shared" in told.kv_source
     assert untold.kv_capacity == SLOTS * 8192 and "--launch-command" in untold.kv_source
+
+
+def test_chat_api_prompts_are_exact_and_tokens_match_the_servers_count(llama_server, tmp_path: Path) -> None:
+    from tests.engines.chat_checks import check_chat_cells, measure_chat
+
+    # Four slots of 2K each: contexts that leave room for the output.
+    bundle = measure_chat(llama_server.base_url, tmp_path / "chat.json", contexts=[512, 1024], prefill_contexts=[512])
+    check_chat_cells(bundle, "llama.cpp")

@@ -180,3 +180,9 @@ def test_every_window_against_sglangs_own_counters_and_histograms(matrix: Matrix
                    f"({window_tokens / server_tokens - 1:+.2%}); generation_tokens_total over the run "
                    f"{matrix.generated:,.0f} = its histograms' {matrix.observed:,.0f}")
     assert window_tokens and abs(window_tokens / server_tokens - 1) <= 0.01
+
+
+def test_chat_api_prompts_are_exact_and_tokens_match_sglangs_count(sglang_server: SglangServer, tmp_path: Path) -> None:
+    from tests.engines.chat_checks import check_chat_cells, measure_chat
+
+    check_chat_cells(measure_chat(sglang_server.base_url, tmp_path / "chat.json", duration=3.0), "SGLang")

@@ -112,3 +112,9 @@ def test_resume_measures_only_what_the_journal_lacks(vllm_server: VllmServer, tm
         assert decode[0] == first  # the finished cell was kept, not measured again
     assert [c.concurrency for c in decode_bundle(out.read_bytes()).decode] == [1, 2]
 
+
+
+def test_chat_api_prompts_are_exact_and_tokens_match_vllms_count(vllm_server: VllmServer, tmp_path: Path) -> None:
+    from tests.engines.chat_checks import check_chat_cells, measure_chat
+
+    check_chat_cells(measure_chat(vllm_server.base_url, tmp_path / "chat.json"), "vLLM")

@@ -55,11 +55,10 @@ def start_vllm_server(model: Path, folder: Path) -> VllmServer:
 
     Threads are left as vLLM's CPU build sets them: its model worker bound to one core with one
     OpenMP thread, the other core left to its API process and the client. Tried side by side on
-    the shared two-core machine, three runs of the judged matrix each (15 measured cells), with
-    other work loading it (1-minute load averages 1.6-8.3): as set, 1 Valid cell; unbound with
-    OMP_NUM_THREADS=1, 1; the server at nice 10, 0. The rest were flagged Distorted mostly for the
-    client's own event-loop lag (99th percentile up to 2 s): a bare asyncio loop on the same
-    machine, at load 8.4, slept up to 1.5 s late. That lag was the runner's session losing the
+    the shared two-core machine with other work loading it, no setting left more than one Valid
+    cell of the judged matrix (benchmarks/HISTORY.md). The rest were flagged Distorted mostly for
+    the client's own event-loop lag, which a bare asyncio loop on the same loaded machine showed
+    too. That lag was the runner's session losing the
     CPU to vLLM's, which this server's own session (start_new_session, like a server started from
     another terminal) gets: the runner now raises its session as well (runner.priority).
     """

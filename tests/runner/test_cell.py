@@ -35,7 +35,7 @@ def test_a_cell_stopped_mid_window_leaves_no_stream_or_scrape_running() -> None:
     from runner.cell import CellRunner
     from runner.client import Client
     from runner.prompts import PromptMaker
-    from runner.server_facts import scrape
+    from runner.endpoints import MetricsEndpoints
     from runner.simulator import SimConfig, start_simulator
 
     async def stop_a_cell() -> list[str]:
@@ -45,7 +45,7 @@ def test_a_cell_stopped_mid_window_leaves_no_stream_or_scrape_running() -> None:
             maker = PromptMaker(client, "sim-model", "simulator", "t")
             await maker.setup()
             prompts = [await maker.make(1024, slot) for slot in range(2)]
-            cells = CellRunner(client, maker, "sim-model", 256, True, lambda: scrape(client))
+            cells = CellRunner(client, maker, "sim-model", 256, True, MetricsEndpoints(client).read)
             task = asyncio.create_task(cells.decode(1024, prompts, 30.0))
             while cells.live_tokens == 0:
                 await asyncio.sleep(0.01)

@@ -13,6 +13,8 @@ import msgspec
 import pytest
 from msgspec import UNSET
 
+from runner.bundle.records import percentile, tail_percentiles
+from runner.bundle.repeats import combine
 from runner.bundle.schema import (
     Bundle,
     DecodeCell,
@@ -20,11 +22,10 @@ from runner.bundle.schema import (
     decode_bundle,
     encode_bundle,
 )
-from runner.cell import decode_figures, percentile, tail_percentiles
+from runner.cell import decode_figures
 from runner.journal import Header, Journal, journal_path
-from runner.measure import left_to_measure
+from runner.measurement import left_to_measure
 from runner.plan import PlanSpec, estimate_seconds, measuring_order
-from runner.repeats import combine
 from runner.simulator import SimConfig
 from tests.builders import ROOT, make_trace, measure_simulator
 
