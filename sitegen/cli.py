@@ -31,7 +31,7 @@ def main() -> None:
 
 def run() -> None:
     """`sitegen` as a program: main(), then an exit that does not free the build's records object by
-    object first (at 10,000 runs, 0.13 s of a one-second rebuild); the process ends either way."""
+    object first (at 10,000 runs a large share of a rebuild); the process ends either way."""
     try:
         main()
         code: object = 0
@@ -50,13 +50,14 @@ def run() -> None:
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("site"), show_default=True, help="Output folder; replaced only when the whole build succeeds.")
 @click.option("--templates", "templates", type=click.Path(path_type=Path), default=None, help="Templates folder to restyle the site (default: the project's templates/).")
 @click.option("--jobs", "jobs", type=click.IntRange(min=1), default=None, help="Processes that render pages (default: one per core).")
-def build_command(content: Path, out: Path, templates: Path | None, jobs: int | None) -> None:
+@click.option("--strict", "strict", is_flag=True, help="Leave out the runs `sitegen check` finds inconsistent (else built and marked).")
+def build_command(content: Path, out: Path, templates: Path | None, jobs: int | None, strict: bool) -> None:
     """Render every bundle under CONTENT/runs into a static site in OUT."""
     from sitegen.build import build_site
-    from sitegen.progress import Progress
+    from sitegen.support.progress import Progress
 
     try:
-        report = build_site(content, out, templates, jobs=jobs, progress=Progress.for_terminal())
+        report = build_site(content, out, templates, jobs=jobs, progress=Progress.for_terminal(), strict=strict)
     except InputErrors as exc:
         _fail([e.line() for e in exc.errors])
     except InputError as exc:
@@ -104,12 +105,18 @@ def import_command(files: tuple[Path, ...], out: Path, replace: bool, id_: str |
     output folder) make one bundle per tool and model, a decode cell per input length and
     concurrency; under --id they must all be of one sweep.
     """
-    from sitegen.import_files import import_files
+    from runner.bundle.overrides import InvalidOverride, check_overrides
+    from sitegen.importers.import_files import import_files
     from sitegen.importers.options import ImportOptions
 
     if id_ is not None and not is_run_id(id_):
         _fail([f"--id: {not_a_run_id(id_)}"])
-    written, errors = import_files(list(files), out, ImportOptions(id=id_, **fields), replace)
+    options = ImportOptions(id=id_, **fields)
+    try:
+        check_overrides(options)  # a flag's value the bundle cannot hold is the flag's fault, not the file's
+    except InvalidOverride as exc:
+        _fail([str(exc)])
+    written, errors = import_files(list(files), out, options, replace)
     for path in written:
         click.echo(f"wrote {path}")
     if errors:
@@ -124,7 +131,7 @@ def import_command(files: tuple[Path, ...], out: Path, replace: bool, id_: str |
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="Port to listen on (not 8000, which vLLM and `runner simulate` take).")
 def serve_command(content: Path, out: Path, templates: Path | None, host: str, port: int) -> None:
     """Build the site, serve it on localhost and rebuild when content or templates change."""
-    from sitegen.serve import serve
+    from sitegen.serve.command import serve
 
     try:
         serve(content, out, templates, host, port)
@@ -149,21 +156,41 @@ def _number(flag: str, text: str | None, required: bool = False) -> float | None
 @click.option("--ttft-ms", "ttft_ms", default=None, metavar="MS", help="Target (required): median time to first token at most this many ms.")
 @click.option("--min-tok-s-per-user", "min_tok_s", default=None, metavar="TOK_S", help="Target (required): median per-request tok/s at least this.")
 @click.option("--gpu-hour-usd", "price", default=None, metavar="USD", help="Price of one GPU for an hour, in USD: adds the cost of a million output tokens.")
+@click.option("--by", "by", default="tok_s_per_gpu", show_default=True, metavar="FIGURE",
+              help="Of the cells that meet both targets, choose the one with the most tok/s (tok_s_per_gpu), or by its valid energy "
+                   "reading: the fewest J per output token (joules_per_output_token) or the most tok/s per kW (tok_s_per_kw).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per context, instead of a table.")
-def capacity_command(bundle: Path, ttft_ms: str, min_tok_s: str, price: str | None, as_json: bool) -> None:
-    """For each context of BUNDLE, the Valid cell with the most total tok/s that meets both targets."""
-    from sitegen.capacity import check_target, json_records, text_table
-    from sitegen.loader import load_bundle
+def capacity_command(bundle: Path, ttft_ms: str, min_tok_s: str, price: str | None, by: str, as_json: bool) -> None:
+    """For each context of BUNDLE, the Valid cell with the most total tok/s that meets both targets
+    (or, with --by, the one with the best energy figure)."""
+    from sitegen.content.loader import load_bundle
+    from sitegen.figures.capacity import check_by, check_target, json_records
+    from sitegen.views.capacity_view import text_table
 
     try:
         target = check_target(_number("--ttft-ms", ttft_ms, True), _number("--min-tok-s-per-user", min_tok_s, True),
                               _number("--gpu-hour-usd", price))
+        check_by(by)
         run = load_bundle(bundle)
     except ValueError as exc:
         _fail([str(exc)])
     except InputError as exc:
         _fail([exc.line()])
-    click.echo(json.dumps(json_records(run, target), indent=2) if as_json else text_table(run, target))
+    click.echo(json.dumps(json_records(run, target, by), indent=2) if as_json else text_table(run, target, by))
+
+
+@main.command("check")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--allowed-signers", "allowed_signers", type=click.Path(path_type=Path), default=None,
+              help="The ssh-keygen allowed_signers file to verify signatures with (default: the nearest allowed_signers above each bundle).")
+def check_command(paths: tuple[Path, ...], allowed_signers: Path | None) -> None:
+    """Check bundles (files, or folders searched for them; default: content) before they are published:
+    schema, internal consistency, recomputation from raw records, method, duplicates, secrets and
+    signatures. One line per problem, then each bundle's verdict: verified, consistent or
+    inconsistent. Exits 1 if any bundle is inconsistent."""
+    from sitegen.check.command import run_check
+
+    sys.exit(run_check(paths or (Path("content"),), allowed_signers))
 
 
 @main.command("schema")

@@ -16,6 +16,11 @@ def run_dir(run_id: str) -> str:
     return f"runs/{run_id}/"
 
 
+def run_file(run_id: str, name: str) -> str:
+    """A file of a run's folder: its plain text, bundle.json, measurements.csv, picker data."""
+    return run_dir(run_id) + name
+
+
 def model_dir(slug: str) -> str:
     """Folder of the page listing every run of one model."""
     return f"models/{slug}/"
@@ -31,7 +36,38 @@ def compare_file(slug: str) -> str:
     return f"compare/{slug}.html"
 
 
+def series_dir(series_id: str) -> str:
+    """Folder of the page following one setup's runs over time."""
+    return f"series/{series_id}/"
+
+
 RANKING_DIR = "capacity/"  # the page ranking every run by capacity at a target
+
+
+def ranking_chunk(index: int) -> str:
+    """A data chunk of the ranking page, whose script ranks every run at a reader's own targets."""
+    return f"{RANKING_DIR}runs-{index}.js"
+
+
+def data_chunk(index: int) -> str:
+    """A data chunk of the listings: a thousand runs' records, which their scripts load on demand."""
+    return f"data/runs-{index}.js"
+
+
+def sort_file(key: str, direction: str) -> str:
+    """One column's ordering of the listings in one direction."""
+    return f"data/sort-{key}-{direction}.js"
+
+
+RUNS_JSON = "runs.json"  # every run's summary, for scripts
+RUNS_CSV = "runs.csv"  # the same as a spreadsheet
+FEED_XML = "feed.xml"  # the Atom feed of the newest runs
+BUNDLE_SCHEMA = "schema/bundle.schema.json"
+
+
+def static_file(name: str) -> str:
+    """A stylesheet, script or image of the templates' static folder."""
+    return "static/" + name
 
 
 def page_dir(slug: str) -> str:
@@ -61,7 +97,7 @@ class Urls:
         return self.to(run_dir(run_id))
 
     def run_file(self, run_id: str, name: str) -> str:
-        return self.root + run_dir(run_id) + name
+        return self.to(run_file(run_id, name))
 
     def model(self, slug: str) -> str:
         return self.to(model_dir(slug))
@@ -76,7 +112,7 @@ class Urls:
         return self.to(page_dir(slug))
 
     def static(self, name: str) -> str:
-        return self.root + "static/" + name
+        return self.to(static_file(name))
 
 
 @dataclass(frozen=True)

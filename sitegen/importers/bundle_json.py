@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from runner.bundle.schema import decode_bundle
+from sitegen.content.loader import decoded
 from sitegen.importers.importer import Found, Importer, Source
-from sitegen.loader import decoded
 
 
 def recognises(source: Source) -> bool:

@@ -15,13 +15,15 @@ import msgspec
 
 from runner.bundle import formats as f
 from runner.bundle import schema
-from runner.bundle.display import COLD_TTFT_NOTE, LEGEND, TTFT_NOTE
+from runner.bundle.display import COLD_TTFT_NOTE, LEGEND
 from runner.bundle.display import PAGE_TEXT as T
-from sitegen import runview
+from runner.bundle.display import TTFT_NOTE
 from sitegen.errors import InputError, raise_if_any
-from sitegen.importers.importer import Found, Importer, Source, slug_id
+from sitegen.importers.importer import Found, Importer, Source, checked_date, slug_id
 from sitegen.importers.lines import Line, logical_lines
-from sitegen.runview import SECTION_LABELS
+from sitegen.views import runview
+from sitegen.views.runview import SECTION_LABELS
+from sitegen.views.serving_view import SERVING_TEXT
 
 HEADINGS = (*SECTION_LABELS, T.launch_heading, T.prefill_heading, T.decode_heading, T.table_heading)
 # A heading that a capture glued to the end of the line before it, keyed by the caption after it.
@@ -86,7 +88,7 @@ def read(source: Source) -> Found:
     matrix_lines = _parse_block(cur, T.decode_heading, T.decode_caption, (T.table_heading,))
     if cur.find(T.table_heading) is None:
         raise cur.error(f"no {T.table_heading!r} table: it is the source of the page's numbers")
-    table_lines = _parse_block(cur, T.table_heading, T.table_caption, ())
+    table_lines = _parse_block(cur, T.table_heading, T.table_caption, SERVING_TEXT.headings)  # index.txt's panels follow
     prefill, decode = _parse_table(table_lines, cur)
     byline, measured_line, summary_lines = _split_header(header)
     submitter, origin = _parse_byline(byline.text if byline else None)
@@ -287,9 +289,10 @@ def _parse_measured(line: Line | None, cur: _Cursor) -> object:
     if line is None:
         return None
     try:
-        return f.parse_measured_at(line.text.removeprefix("Measured "))
+        moment = f.parse_measured_at(line.text.removeprefix("Measured "))
     except ValueError as exc:
         raise cur.error(str(exc), line) from None
+    return checked_date(moment, cur.path, f"line {line.number}")
 
 
 def _field(fields: dict[str, tuple[str, Line]], key: str) -> str | None:

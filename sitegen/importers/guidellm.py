@@ -8,12 +8,13 @@ medians of successful requests, with their p90 and p99; context = the mean promp
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Annotated
 
 import msgspec
 
 from sitegen.errors import InputError
-from sitegen.importers.importer import Importer, Source, decode
+from sitegen.importers.importer import AtLeastOne, Figure, Importer, Name, Source, Whole, checked_date, decode
 from sitegen.importers.sweep import Level, SweepFile, Tails, measured_at, tok_s_from_ms
 
 TOOL = "GuideLLM"
@@ -24,10 +25,10 @@ EPOCH_9999 = 253402300800.0  # the first second of the year 10000, past any date
 class Stats(msgspec.Struct, kw_only=True):
     """A distribution over requests (or tokens) of one status."""
 
-    mean: float
-    median: float
-    count: int
-    total_sum: float
+    mean: Figure
+    median: Figure
+    count: Whole
+    total_sum: Figure
     percentiles: Tails
 
 
@@ -41,9 +42,9 @@ class ByStatus(msgspec.Struct, kw_only=True):
 class Totals(msgspec.Struct, kw_only=True):
     """Requests by how they ended: incomplete ones were cut at the end of the benchmark."""
 
-    successful: int
-    errored: int
-    incomplete: int
+    successful: Whole
+    errored: Whole
+    incomplete: Whole
 
 
 class Metrics(msgspec.Struct, kw_only=True):
@@ -62,13 +63,13 @@ class Strategy(msgspec.Struct, kw_only=True):
     """How the benchmark loaded the server: synchronous, concurrent (streams) or by request rate."""
 
     type_: str
-    streams: int | None = None
+    streams: AtLeastOne | None = None
 
 
 class Backend(msgspec.Struct, kw_only=True):
     """The endpoint benchmarked: only its model name is kept."""
 
-    model: str
+    model: Name
 
 
 class Config(msgspec.Struct, kw_only=True):
@@ -103,7 +104,7 @@ class Benchmark(msgspec.Struct, kw_only=True):
     config: Config
     metrics: Metrics
     start_time: Annotated[float, msgspec.Meta(ge=0, lt=EPOCH_9999)]  # seconds since the epoch
-    duration: float
+    duration: Figure
     requests: Requests = msgspec.field(default_factory=Requests)
 
 
@@ -139,22 +140,29 @@ def read(source: Source) -> SweepFile:
         if concurrency is None:
             rated.append(benchmark.config.strategy.type_)
             continue
-        levels.append(_level(benchmark, f"$.benchmarks[{i}]", concurrency))
+        levels.append(_level(benchmark, path, f"$.benchmarks[{i}]", concurrency))
     plural = "s are" if len(rated) > 1 else " is"
     left_out = [f"{path.name}: {len(rated)} benchmark{plural} driven by request rate ({', '.join(sorted(set(rated)))}), "
                 "not imported: a matrix cell holds a fixed number of requests at once."] if rated else []
     models = {b.config.backend.model for b in report.benchmarks}
     model = report.benchmarks[0].config.backend.model if report.benchmarks else ""
     if len(models) > 1:
-        raise InputError(path, "$.benchmarks[].config.backend.model", f"several models in one file: {', '.join(sorted(models))}")
+        first, second, *rest = sorted(models)
+        more = f" and {len(rest):,} more" if rest else ""
+        raise InputError(path, "$.benchmarks[].config.backend.model", f"several models in one file: {first!r}, {second!r}{more}")
     first = report.benchmarks[0].config.constraints if report.benchmarks else {}
     return SweepFile(
         path=path, tool=TOOL, tool_version=report.metadata.guidellm_version, model=model,
         model_field="$.benchmarks[0].config.backend.model",
-        measured_at=measured_at([dt.datetime.fromtimestamp(b.start_time, dt.timezone.utc) for b in report.benchmarks]),
+        measured_at=measured_at([_started(b, path, f"$.benchmarks[{i}].start_time") for i, b in enumerate(report.benchmarks)]),
         decode_test="Fixed duration" if "max_duration" in first else "Fixed request count",
         levels=levels, left_out=left_out,
     )
+
+
+def _started(benchmark: Benchmark, path: Path, where: str) -> dt.datetime:
+    """When a benchmark started (`where`: its start_time, seconds since the epoch)."""
+    return checked_date(dt.datetime.fromtimestamp(benchmark.start_time, dt.timezone.utc), path, where)
 
 
 def _concurrency(strategy: Strategy) -> int | None:
@@ -164,8 +172,8 @@ def _concurrency(strategy: Strategy) -> int | None:
     return strategy.streams if strategy.type_ == "concurrent" else None
 
 
-def _level(benchmark: Benchmark, where: str, concurrency: int) -> Level:
-    """One benchmark's figures: latencies of successful requests, throughput over all of them."""
+def _level(benchmark: Benchmark, path: Path, where: str, concurrency: int) -> Level:
+    """One benchmark's figures (`where` in the file at path): latencies of successful requests, throughput over all of them."""
     m = benchmark.metrics
     prompt = m.prompt_token_count.successful if m.prompt_token_count.successful.count else m.prompt_token_count.total
     ttft, tpot, itl = m.time_to_first_token_ms.successful, m.time_per_output_token_ms.successful, m.inter_token_latency_ms.successful
@@ -173,7 +181,7 @@ def _level(benchmark: Benchmark, where: str, concurrency: int) -> Level:
     return Level(
         where=where, input_tokens=prompt.mean if prompt.count else None, concurrency=concurrency,
         total_tok_s=m.output_tokens_per_second.total.mean,
-        per_request_tok_s=tok_s_from_ms(tpot.median) if completed else None,
+        per_request_tok_s=tok_s_from_ms(tpot.median, path, f"{where}.metrics.time_per_output_token_ms.successful.median") if completed else None,
         ttft_ms=ttft.median, ttft_p90_ms=ttft.percentiles.p90, ttft_p99_ms=ttft.percentiles.p99,
         tbt_ms=itl.median, tbt_p90_ms=itl.percentiles.p90, tbt_p99_ms=itl.percentiles.p99,
         completed=completed, failed=m.request_totals.errored, incomplete=m.request_totals.incomplete, output_tokens=round(m.output_token_count.total.total_sum),

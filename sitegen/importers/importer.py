@@ -9,7 +9,8 @@ secrets once, names the bundle and validates it once, whatever the format.
 from __future__ import annotations
 
 import datetime as dt
-import sys
+import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -17,14 +18,21 @@ from typing import Annotated, Any, TypeVar
 import msgspec
 
 from runner.bundle.ids import run_id
-from runner.bundle.schema import Bundle
+from runner.bundle.schema import Bundle, Text
+from sitegen.content.loader import check_not_future, scrub, validated, validation_error
 from sitegen.errors import InputError
 from sitegen.importers.options import ImportOptions, apply_options
-from sitegen.loader import scrub, validated, validation_error
 
 T = TypeVar("T")
-# A figure another tool wrote: a finite number that is not negative (NaN and infinity are refused).
-Figure = Annotated[float, msgspec.Meta(ge=0, le=sys.float_info.max)]
+# What another tool's file may hold where a bundle takes a figure, a count, a concurrency or a name:
+# declared on each format's Structs, so an impossible value is refused at the file's own field
+# (NaN, infinity and negative figures, a count below zero, a name a bundle cannot hold).
+FIGURE_MAX = 1e15  # far above any real figure, so a figure in seconds stays finite in ms
+Figure = Annotated[float, msgspec.Meta(ge=0, le=FIGURE_MAX)]
+Whole = Annotated[int, msgspec.Meta(ge=0)]
+AtLeastOne = Annotated[int, msgspec.Meta(ge=1)]
+Name = Annotated[Text, msgspec.Meta(min_length=1)]
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
 
 
 class Source(msgspec.Struct, frozen=True):
@@ -69,22 +77,57 @@ def finish(found: Found, options: ImportOptions, path: Path) -> Bundle:
 
 
 def decode(data: object, shape: type[T], path: Path, at: str = "$") -> T:
-    """Parsed JSON as `shape`; a missing or mistyped field is one error naming it (`$.a.b`), under `at`."""
+    """Parsed JSON as `shape`; a missing, mistyped or impossible field is one error naming it (`$.a.b`), under `at`.
+
+    Python's json reads NaN and Infinity, which msgspec's range check refuses in its own words;
+    those are said plainly instead.
+    """
     try:
         return msgspec.convert(data, shape)
     except msgspec.ValidationError as exc:
         error = validation_error(path, exc)
-        if at != "$" and error.where and error.where.startswith("$"):
-            error = type(error)(path, at + error.where[1:], error.message)
-        raise error from None
+        where = error.where or "$"
+        raise InputError(path, at + where[1:], _worded(error.message, value_at(data, where))) from None
+
+
+def _worded(message: str, value: object) -> str:
+    """msgspec's message about a number, with the number it refused; NaN and infinity said plainly."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"not a finite number ({value})"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{message}, got {value!r}"
+    return message
+
+
+def value_at(data: object, where: str) -> object:
+    """The value at a `$.a[2].b` path of parsed JSON; None where the path leads nowhere."""
+    for key, index in _STEP.findall(where.removeprefix("$")):
+        if key and isinstance(data, dict):
+            data = data.get(key)
+        elif index and isinstance(data, list) and int(index) < len(data):
+            data = data[int(index)]
+        else:
+            return None
+    return data
 
 
 def utc_moment(stamp: str | None, path: Path, where: str) -> dt.datetime | None:
-    """An ISO date and time in UTC; one without a zone (the benchmark machine's local time) is taken as UTC."""
+    """An ISO date and time in UTC, not in the future; one without a zone (the benchmark machine's
+    local time) is taken as UTC."""
     if not stamp:
         return None
     try:
         moment = dt.datetime.fromisoformat(stamp)
     except ValueError:
         raise InputError(path, where, f"expected an ISO date and time, got {stamp!r}") from None
-    return moment.replace(tzinfo=dt.timezone.utc) if moment.tzinfo is None else moment.astimezone(dt.timezone.utc)
+    try:
+        moment = moment.replace(tzinfo=dt.timezone.utc) if moment.tzinfo is None else moment.astimezone(dt.timezone.utc)
+    except OverflowError:
+        raise InputError(path, where, "the date in UTC falls outside years 1 to 9999") from None
+    return checked_date(moment, path, where)
+
+
+def checked_date(moment: dt.datetime, path: Path, where: str) -> dt.datetime:
+    """A file's measurement date, refused at its own field when it lies in the future."""
+    check_not_future(moment, path, where)
+    return moment

@@ -8,17 +8,21 @@ with msgspec Structs, so a missing or mistyped field is one error naming its `$.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import msgspec
 
 from runner.bundle import schema
+from runner.bundle.schema import Text
 from sitegen.errors import InputError
 from sitegen.importers.importer import (
+    AtLeastOne,
     Figure,
     Found,
     Importer,
+    Name,
     Source,
+    Whole,
     decode,
     slug_id,
     utc_moment,
@@ -39,16 +43,14 @@ TAILS = (("ttft_p90", "ttft_p90_ms"), ("ttft_p99", "ttft_p99_ms"),
          ("inter_token_latency_p90", "tbt_p90_ms"), ("inter_token_latency_p99", "tbt_p99_ms"))
 
 Cell = tuple[int, int]
-Whole = Annotated[int, msgspec.Meta(ge=0)]
-AtLeastOne = Annotated[int, msgspec.Meta(ge=1)]
 
 
 class Metadata(msgspec.Struct, kw_only=True):
     """How the run was set up."""
 
     version: str
-    engine: Annotated[str, msgspec.Meta(min_length=1)]
-    model: str
+    engine: Name
+    model: Name
     timestamp: str | None = None  # local time of the benchmark machine, without a zone
     decode_mode: Literal["duration", "request-count"]
     prefill_mode: Literal["integrated_decode_scout", "standalone_cold", "skipped"]
@@ -72,7 +74,7 @@ class Result(msgspec.Struct, kw_only=True):
     context_tokens: Whole
     concurrency: AtLeastOne
     loop_detected: bool = False
-    error: str | None = None
+    error: Text | None = None
     aggregate_tps: float | None  # null or negative: the tool skipped the cell
     capacity_limited: bool | None = None
 
@@ -83,7 +85,7 @@ class Measured(msgspec.Struct, kw_only=True):
     aggregate_tps: Figure
     num_errors: Whole
     total_tokens: Whole
-    timeout_reason: str | None = None
+    timeout_reason: Text | None = None
     capacity_limited: bool
     max_queue_reqs: Figure
     ttft_p50: Figure

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from runner.bundle.overrides import Metadata
-from runner.bundle.schema import Bundle
+from runner.bundle.schema import Bundle, Topology
 
 
 class ImportOptions(Metadata, kw_only=True):
@@ -40,4 +40,14 @@ def apply_options(bundle: Bundle, options: ImportOptions) -> Bundle:
         run=msgspec.structs.replace(
             bundle.run, served_model=pick(options.served_model, bundle.run.served_model), revision=pick(options.revision, bundle.run.revision),
         ),
+        topology=_topology(bundle, options),
     )
+
+
+def _topology(bundle: Bundle, options: ImportOptions) -> Topology | msgspec.UnsetType:
+    """The bundle's topology with the given --nodes, --prefill-gpus and --decode-gpus over it."""
+    given = {name: getattr(options, name) for name in ("nodes", "prefill_gpus", "decode_gpus")
+             if getattr(options, name) is not None}
+    if not given:
+        return bundle.topology
+    return msgspec.structs.replace(bundle.topology if isinstance(bundle.topology, Topology) else Topology(), **given)

@@ -9,9 +9,13 @@ joins into one bundle.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 from runner.bundle.schema import Bundle
+from runner.bundle.terminal_text import printable
+from sitegen.content.loader import read_input, read_json
 from sitegen.errors import InputError
 from sitegen.importers import (
     aiperf,
@@ -24,8 +28,9 @@ from sitegen.importers import (
 from sitegen.importers.importer import Found, Importer, Source, finish
 from sitegen.importers.options import ImportOptions
 from sitegen.importers.sweep import SweepFile, sweep_bundle
-from sitegen.loader import read_input, read_json
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # how JSON writes a surrogate: only then are strings searched
+_SURROGATE = re.compile("[\ud800-\udfff]")
 # The sweep tools first: their files are the most specific; a captured page is any text that is not JSON.
 IMPORTERS: tuple[Importer, ...] = (
     vllm_bench_serve.IMPORTER, guidellm.IMPORTER, aiperf.IMPORTER,
@@ -74,4 +79,21 @@ def _source(path: Path) -> Source:
         # Python's json reads the NaN and Infinity that Python tools write; what it cannot
         # read is worded by the reader `sitegen build` uses, so both commands say the same.
         data = read_json(path, text.encode())
+    if _SURROGATE_ESCAPE.search(text):
+        _refuse_surrogates(data, path)
     return Source(path, text, data, is_json=True)
+
+
+def _refuse_surrogates(data: Any, path: Path) -> None:
+    """Refuse a string (or key) holding a lone UTF-16 surrogate, which a \\u escape can write but no text holds:
+    one error at its `$.path`, before it reaches a bundle that could not be written."""
+    stack: list[tuple[Any, str]] = [(data, "$")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str) and _SURROGATE.search(node):
+            shown = where.encode("utf-8", "backslashreplace").decode()  # a key on the path may hold one too
+            raise InputError(path, shown, f"a lone UTF-16 surrogate ({printable(node, 40)!r}): not text")
+        if isinstance(node, dict):
+            stack += [(key, f"{where}.{key}") for key in node] + [(value, f"{where}.{key}") for key, value in node.items()]
+        elif isinstance(node, list):
+            stack += [(item, f"{where}[{i}]") for i, item in enumerate(node)]

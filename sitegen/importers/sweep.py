@@ -15,21 +15,23 @@ from pathlib import Path
 import msgspec
 
 from runner.bundle.display import PREFILL_NOT_MEASURED
-from runner.bundle.schema import Bundle, DecodeCell, Engine, RunInfo
+from runner.bundle.schema import Bundle, DecodeCell, Engine, RunInfo, Tokens
 from sitegen.errors import InputError
-from sitegen.importers.importer import Found, finish, slug_id
+from sitegen.importers.importer import Figure, Found, finish, slug_id
 from sitegen.importers.options import ImportOptions
+from sitegen.importers.source_requests import ToolRecords
 
 # What a file leaves out: the engine behind the endpoint is not recorded by these tools.
 UNKNOWN_ENGINE = "unknown"
 ROW_SPREAD = 0.01  # levels whose mean input lengths differ by less than this share a matrix row
+REASON_MAX = 1000  # characters of a failed request's reason a cell keeps: a file's reason may be any length
 
 
 class Tails(msgspec.Struct, kw_only=True, frozen=True):
     """The tail percentiles of a latency that a cell keeps, as GuideLLM and AIPerf name them."""
 
-    p90: float
-    p99: float
+    p90: Figure
+    p99: Figure
 
 
 class Level(msgspec.Struct, kw_only=True, frozen=True):
@@ -54,6 +56,7 @@ class Level(msgspec.Struct, kw_only=True, frozen=True):
     incomplete: int = 0  # requests still running when the level ended (GuideLLM counts them)
     # Levels of one repeat group (a `vllm bench sweep` combination folder) are repeats of each other.
     repeat_group: str | None = None
+    requests: ToolRecords | None = None  # each request's own record, where the tool wrote one
 
 
 class SweepFile(msgspec.Struct, kw_only=True, frozen=True):
@@ -70,9 +73,23 @@ class SweepFile(msgspec.Struct, kw_only=True, frozen=True):
     left_out: list[str] = []  # what the file holds that is not a level, said in the bundle's notes
 
 
-def tok_s_from_ms(ms_per_token: float | None) -> float | None:
-    """Per request tok/s from a time per output token in ms; None when there is none."""
-    return 1000.0 / ms_per_token if ms_per_token else None
+class Placed(msgspec.Struct, kw_only=True, frozen=True):
+    """A level in the matrix: its cell (its row's context, its concurrency) and its own mean input length, rounded."""
+
+    cell: tuple[int, int]
+    context: int
+    file: SweepFile
+    level: Level
+
+
+def tok_s_from_ms(ms_per_token: float | None, path: Path, where: str) -> float | None:
+    """Per request tok/s from a time per output token in ms (the file's `where`); None when there is none."""
+    if not ms_per_token:
+        return None
+    tok_s = 1000.0 / ms_per_token
+    if not math.isfinite(tok_s):
+        raise InputError(path, where, f"{ms_per_token:g} ms per output token is too short to be a time")
+    return tok_s
 
 
 def measured_at(moments: list[dt.datetime | None]) -> dt.datetime | None:
@@ -121,11 +138,10 @@ def _cells(files: list[SweepFile]) -> tuple[list[DecodeCell], int, bool]:
 
     Also the repeat count, and whether some level's context was moved to its row's.
     """
-    keyed = [(_key(file, level), file, level) for file in files for level in file.levels]
-    rows = matrix_rows([context for (context, _), _, _ in keyed])
+    levels = placed(files)
     by_key: dict[tuple[int, int], list[tuple[SweepFile, Level]]] = {}
-    for (context, concurrency), file, level in keyed:
-        by_key.setdefault((rows[context], concurrency), []).append((file, level))
+    for found in levels:
+        by_key.setdefault(found.cell, []).append((found.file, found.level))
     cells: list[DecodeCell] = []
     repeats = 0
     for key in sorted(by_key):
@@ -137,7 +153,15 @@ def _cells(files: list[SweepFile]) -> tuple[list[DecodeCell], int, bool]:
                                                      f"(the first: {first_file.path}:{first.where})")
         repeats = max(repeats, len(runs) if len(runs) > 1 else 0)
         cells.append(cell(_median_run([level for _, level in runs]), key[0]))
-    return cells, repeats, any(row != context for context, row in rows.items())
+    return cells, repeats, any(found.cell[0] != found.context for found in levels)
+
+
+def placed(files: list[SweepFile]) -> list[Placed]:
+    """Each level of the files in the matrix, in the files' order."""
+    keyed = [(_key(file, level), file, level) for file in files for level in file.levels]
+    rows = matrix_rows([context for (context, _), _, _ in keyed])
+    return [Placed(cell=(rows[context], concurrency), context=context, file=file, level=level)
+            for (context, concurrency), file, level in keyed]
 
 
 def matrix_rows(contexts: list[int]) -> dict[int, int]:
@@ -161,9 +185,12 @@ def _key(file: SweepFile, level: Level) -> tuple[int, int]:
     """The level's cell: its mean input length, rounded, and its concurrency."""
     if level.input_tokens is None:
         raise InputError(file.path, level.where, "no request completed, so the file does not tell the input length of this level")
-    if not math.isfinite(level.input_tokens) or round(level.input_tokens) < 1:
-        raise InputError(file.path, level.where, f"a mean input length of {level.input_tokens:g} tokens is not a context")
-    return round(level.input_tokens), level.concurrency
+    context = round(level.input_tokens) if math.isfinite(level.input_tokens) else 0
+    try:
+        msgspec.convert(context, Tokens)
+    except msgspec.ValidationError:
+        raise InputError(file.path, level.where, f"a mean input length of {level.input_tokens:g} tokens is not a context") from None
+    return context, level.concurrency
 
 
 def _median_run(levels: list[Level]) -> Level:
@@ -172,10 +199,16 @@ def _median_run(levels: list[Level]) -> Level:
     return ranked[(len(ranked) - 1) // 2]
 
 
+def _first_line(text: str) -> str:
+    """The first line of a failed request's reason, cut to REASON_MAX characters."""
+    line = text.strip().splitlines()[0]
+    return line if len(line) <= REASON_MAX else line[:REASON_MAX] + "…"
+
+
 def cell(level: Level, context: int) -> DecodeCell:
     """The decode cell of one level: Failed when no request completed, else its figures and any failures in a note."""
     base = {"context_tokens": context, "concurrency": level.concurrency, "completed": level.completed, "measured_s": level.measured_s}
-    reason = f": {level.error.strip().splitlines()[0]}" if level.error and level.error.strip() else ""
+    reason = f": {_first_line(level.error)}" if level.error and level.error.strip() else ""
     if level.completed == 0:
         running = f"{level.incomplete} still running at its end" if level.incomplete else ""
         if level.failed:

@@ -16,6 +16,8 @@
     return node;
   }
 
+  function isolated(text) { return window.speedMatrixData.isolated(text); }
+
   function chosenIds() {
     var match = /(?:^|[#&])runs=([^&]*)/.exec(window.location.hash);
     if (!match) return [];
@@ -104,14 +106,26 @@
       var values = runs.map(function (run, i) { return label === "Launch command" ? run.launch : (facts[i][label] || "—"); });
       var differs = values.some(function (v) { return v !== values[0]; });
       var tr = body.insertRow();
-      if (differs) tr.className = "differs";
-      tr.appendChild(el("th", label));
+      var th = el("th", label);
+      if (differs) {  // said in words too, not by the row's shade alone
+        tr.className = "differs";
+        th.appendChild(el("span", "differs", "sub"));
+      }
+      tr.appendChild(th);
       values.forEach(function (v) { tr.appendChild(el("td", v)); });
     });
     return table;
   }
 
-  function scroll(node) { var box = el("div", null, "table-scroll"); box.appendChild(node); return box; }
+  /* A table in a box that scrolls sideways: a named region a keyboard can reach and scroll. */
+  function scroll(node, name) {
+    var box = el("div", null, "table-scroll");
+    box.setAttribute("role", "region");
+    box.setAttribute("tabindex", "0");
+    box.setAttribute("aria-label", name);
+    box.appendChild(node);
+    return box;
+  }
 
   function render(ids) {
     var runs = ids.map(function (id) { return loaded[id]; }).filter(Boolean);
@@ -123,15 +137,19 @@
     }
     var baseRun = runs[0];
     var ratios = el("section", null, "panel");
-    ratios.appendChild(el("h2", "Ratio to " + baseRun.title));
-    runs.slice(1).forEach(function (run) {
+    var heading = el("h2", "Ratio to ");
+    heading.appendChild(isolated(baseRun.title));
+    ratios.appendChild(heading);
+    // Each run's place in the choice names its tables too: two runs may have the same title.
+    function named(run, i) { return run.title + (i ? " (run " + (i + 1) + ")" : " (baseline)"); }
+    runs.slice(1).forEach(function (run, i) {
       ratios.appendChild(el("h3", run.title));
       var table = ratioTable(baseRun, run);
-      ratios.appendChild(table ? scroll(table) : el("p", NO_SHARED_CELL, "caption"));
+      ratios.appendChild(table ? scroll(table, "Ratio of " + named(run, i + 1) + " to the baseline") : el("p", NO_SHARED_CELL, "caption"));
     });
     root.appendChild(ratios);
     var grid = el("div", null, "side-by-side");
-    runs.forEach(function (run) {
+    runs.forEach(function (run, i) {
       var panel = el("section", null, "panel compared-run");
       var heading = el("h2");
       var link = el("a", run.title);
@@ -139,13 +157,13 @@
       heading.appendChild(link);
       panel.appendChild(heading);
       panel.appendChild(el("p", run.summary, "caption"));
-      panel.appendChild(scroll(matrixTable(run)));
+      panel.appendChild(scroll(matrixTable(run), "Sustained decode: " + named(run, i)));
       grid.appendChild(panel);
     });
     root.appendChild(grid);
     var diffs = el("section", null, "panel");
     diffs.appendChild(el("h2", "What differs"));
-    diffs.appendChild(scroll(diffTable(runs)));
+    diffs.appendChild(scroll(diffTable(runs), "What differs"));
     root.appendChild(diffs);
   }
 
@@ -179,7 +197,7 @@
       box.checked = order.indexOf(record.id) >= 0;
       label.appendChild(box);
       label.appendChild(document.createTextNode(" "));
-      label.appendChild(el("span", record.model, "choice-title"));
+      label.appendChild(el("span", null, "choice-title")).appendChild(isolated(record.model));
       label.appendChild(document.createTextNode(" "));
       label.appendChild(el("span", detail(record), "choice-detail"));
       item.appendChild(label);

@@ -79,6 +79,14 @@
     return node;
   }
 
+  /* Right-to-left letters and direction controls: what can reorder the text around it (runview._REORDERING). */
+  var REORDERING = /[\u0590-\u08FF\u200F\u202A-\u202E\u2066-\u2069\uFB1D-\uFDFF\uFE70-\uFEFF]|[\uD802\uD803\uD83A\uD83B][\uDC00-\uDFFF]/;
+
+  /* Text from a bundle as the build's `bdi` filter prints it: in a <bdi> when it holds what can reorder the text around it. */
+  function isolated(text) {
+    return REORDERING.test(text) ? el("bdi", text) : document.createTextNode(text);
+  }
+
   /* A row as _runs_table.html renders it; cells are [text, sort, href, after, sub], trailing defaults left out. */
   function row(record, columns, root, chosen) {
     var tr = document.createElement("tr");
@@ -97,11 +105,12 @@
       var td = el("td", null, column.numeric ? "num" : null);
       td.setAttribute("data-value", cell[1] === undefined ? "" : String(cell[1]));
       if (cell[2]) {
-        var link = el("a", cell[0]);
+        var link = el("a");
+        link.appendChild(isolated(cell[0]));
         link.href = root + cell[2];
         td.appendChild(link);
       } else {
-        td.appendChild(document.createTextNode(cell[0]));
+        td.appendChild(isolated(cell[0]));
       }
       if (cell[3]) td.appendChild(document.createTextNode(cell[3]));
       if (cell[4]) { td.appendChild(document.createTextNode(" ")); td.appendChild(el("span", cell[4], "sub")); }
@@ -234,7 +243,7 @@
     }
   }
 
-  window.speedMatrixData = { load: load, matcher: matcher, scripts: scripts };
+  window.speedMatrixData = { load: load, matcher: matcher, scripts: scripts, isolated: isolated };
   document.addEventListener("DOMContentLoaded", function () {
     var table = document.getElementById("runs-table");
     if (table) listing(table, document.getElementById("filters"));

@@ -12,7 +12,11 @@
       var layout = fig.layout || {};
       layout.font = Object.assign({ color: dark ? "#e6e8eb" : "#1b1d21" }, layout.font || {});
       var config = Object.assign({ responsive: true, displaylogo: false }, fig.config || {});
-      window.Plotly.newPlot(el, fig.data || [], layout, config);
+      // The drawing is hidden from screen readers (its axis labels alone say nothing): the figure's
+      // caption and its link to the figures it draws stand for it. The chart's buttons stay.
+      window.Plotly.newPlot(el, fig.data || [], layout, config).then(function () {
+        el.querySelectorAll("svg.main-svg").forEach(function (svg) { svg.setAttribute("aria-hidden", "true"); });
+      });
     });
   }
 

@@ -4,14 +4,14 @@ picker, and no request ever leaving the site."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sitegen.build import build_site
-from tests.builders import ROOT, block_offsite, build_large_site, serve_folder
+from tests.builders import block_offsite, serve_folder
+from tests.sample_site import MIMO, build_large_site, sample_document, write_content
 
 pytestmark = pytest.mark.browser
 
@@ -132,9 +132,8 @@ def test_picker_page_lets_a_reader_add_runs_and_ignores_duplicates(page, site_se
 
 
 def test_picker_says_when_two_runs_share_no_cell_and_when_too_many_are_chosen(page, tmp_path) -> None:
-    content = tmp_path / "content"
-    shutil.copytree(ROOT / "content", content)
-    bundle = json.loads((content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    content = write_content(tmp_path)
+    bundle = sample_document(MIMO)
     bundle.update(id="mimo-elsewhere")
     for cell in bundle["decode"]:
         cell["concurrency"] *= 256  # concurrencies no other run measured
@@ -146,7 +145,7 @@ def test_picker_says_when_two_runs_share_no_cell_and_when_too_many_are_chosen(pa
     base = next(served)
     try:
         outside = block_offsite(page, base)
-        page.goto(base + "compare/index.html#runs=mimo-v2-6-flash-rl-h200-nvl-x2,mimo-elsewhere")
+        page.goto(base + f"compare/index.html#runs={MIMO},mimo-elsewhere")
         page.wait_for_selector(".compared-run")
         assert "No cell has a value in both runs" in page.inner_text("#picker")
         assert page.locator("table.ratio").count() == 0
@@ -168,10 +167,9 @@ GPUS = ("H200 NVL", "B200", "MI300X")
 
 @pytest.fixture(scope="module")
 def large_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from sitegen import index_view
+    from sitegen.views import index_view
 
-    return build_large_site(tmp_path_factory.mktemp("large"), LARGE_RUNS - len(list((ROOT / "content" / "runs").glob("*.json"))),
-                            model=lambda i: f"{('Alpha', 'Beta', 'Gamma')[i % 3]}-{i // 3}B", speedup=lambda i: 1 + i / 7,
+    return build_large_site(tmp_path_factory.mktemp("large"), LARGE_RUNS, model=lambda i: f"{('Alpha', 'Beta', 'Gamma')[i % 3]}-{i // 3}B", speedup=lambda i: 1 + i / 7,
                             gpu=lambda i: GPUS[i // 2 % len(GPUS)],
                             sizes=((index_view, "FIRST_SCREEN", 5), (index_view, "CHUNK_RUNS", 4)))
 

@@ -1,5 +1,5 @@
 """The capacity view and ranking in a real chromium: readable without JavaScript, and with it the
-reader's own targets give the answers sitegen/capacity.py gives."""
+reader's own targets give the answers sitegen/figures/capacity.py gives."""
 
 from __future__ import annotations
 
@@ -8,19 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sitegen.capacity import (
-    CHAT,
-    PRESETS,
-    answer,
-    capacity,
-    check_target,
-    json_records,
-    preset_rows,
-    ranked_run,
-    ranking,
-)
+from sitegen.figures.capacity import CHAT, PRESETS, capacity, check_target, json_records, ranked_run
 from sitegen.importers.options import ImportOptions
 from sitegen.importers.registry import import_file
+from sitegen.views.capacity_view import answer, preset_rows, ranking
 from tests.builders import SEEDS, block_offsite
 
 pytestmark = pytest.mark.browser

@@ -6,19 +6,15 @@ import csv
 import io
 import json
 import re
-import shutil
 from pathlib import Path
 
 from sitegen.build import build_site
-from tests.builders import ROOT
-
-RUN = "mimo-v2-6-flash-rl-h200-nvl-x2"
+from tests.sample_site import MIMO, write_content
 
 
 def test_distorted_cell_legend_reason_and_machine(tmp_path: Path) -> None:
-    content = tmp_path / "content"
-    shutil.copytree(ROOT / "content", content)
-    path = content / "runs" / f"{RUN}.json"
+    content = write_content(tmp_path)
+    path = content / "runs" / f"{MIMO}.json"
     bundle = json.loads(path.read_text())
     cell = next(c for c in bundle["decode"] if c["status"] == "Valid")
     cell["status"] = "Distorted"
@@ -31,7 +27,7 @@ def test_distorted_cell_legend_reason_and_machine(tmp_path: Path) -> None:
     path.write_text(json.dumps(bundle))
     out = tmp_path / "site"
     build_site(content, out)
-    html = (out / "runs" / RUN / "index.html").read_text()
+    html = (out / "runs" / MIMO / "index.html").read_text()
     matrix, after = html.split('<article id="matrix"', 1)[1].split("</article>", 1)
     assert '<p class="legend">Distorted: the client&#39;s timings disagreed' in matrix
     distorted = re.search(r'<td class="cell status-distorted"([^>]*)>(.*?)</td>', matrix)
@@ -43,4 +39,4 @@ def test_distorted_cell_legend_reason_and_machine(tmp_path: Path) -> None:
     assert "nice -10, session nice -10" in after
     assert "Measuring machine" not in matrix and "570.86.15" not in matrix
     rows = {r["id"]: r for r in csv.DictReader(io.StringIO((out / "runs.csv").read_text()))}
-    assert rows[RUN]["cells_distorted"] == "1"
+    assert rows[MIMO]["cells_distorted"] == "1"

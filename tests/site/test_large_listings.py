@@ -11,20 +11,22 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from sitegen import capacity, index_view
-from sitegen.capacity import check_target, ranked_run, ranking
-from sitegen.index_view import RunRecord
-from sitegen.loader import load_bundle
-from tests.builders import build_large_site, serve_folder
+from sitegen.content.loader import load_bundle
+from sitegen.figures.capacity import check_target, ranked_run
+from sitegen.views import capacity_view, index_view
+from sitegen.views.capacity_view import ranking
+from sitegen.views.index_view import RunRecord
+from tests.builders import serve_folder
+from tests.sample_site import build_large_site
 
-RUNS = 14
+RUNS = 17
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """RUNS runs on top of the committed three; listings show 4 rows and keep 5 runs a chunk, the ranking 4 and 5."""
+    """RUNS runs; listings show 4 rows and keep 5 runs a chunk, the ranking 4 and 5."""
     sizes = ((index_view, "FIRST_SCREEN", 4), (index_view, "CHUNK_RUNS", 5),
-             (capacity, "RANKING_SCREEN", 4), (capacity, "RANKING_CHUNK", 5))
+             (capacity_view, "RANKING_SCREEN", 4), (capacity_view, "RANKING_CHUNK", 5))
     return build_large_site(tmp_path_factory.mktemp("large"), RUNS, model=lambda i: f"{('alpha', 'Beta', 'gamma')[i % 3]}-{i}B",
                             speedup=lambda i: 1 + (i * 5 % 7) / 7, sizes=sizes)
 
@@ -48,7 +50,7 @@ def test_the_build_writes_each_columns_orders_with_their_first_screen(site: Path
     name, positions, first = json.loads("[" + script.removeprefix("window.speedMatrixSort(").removesuffix(");\n") + "]")
     runs = {r["id"]: r for r in _runs(site)}
     listed = [runs[r["id"]] for r in first]
-    assert name == "peak-descending" and sorted(positions) == list(range(RUNS + 3)) and len(first) == 4
+    assert name == "peak-descending" and sorted(positions) == list(range(RUNS)) and len(first) == 4
     assert [r["peak_tok_s"] for r in listed] == sorted((r["peak_tok_s"] for r in runs.values()), reverse=True)[:4]
     assert all(msgspec.json.decode(json.dumps(r).encode(), type=RunRecord) for r in first)
 
@@ -61,7 +63,7 @@ def test_a_first_sort_draws_from_its_order_alone_and_later_steps_use_every_run(p
     page.click("#runs-table thead th[data-key=peak] button")
     every = sorted((r["peak_tok_s"] for r in _runs(site)), reverse=True)
     assert [float(v) for v in _column(page, 8)] == every[:4], "the biggest of all runs, with no chunk loaded"
-    assert page.text_content("#runs-more") == f"Show 4 more of {RUNS + 3}"
+    assert page.text_content("#runs-more") == f"Show 4 more of {RUNS}"
     for route in held:
         route.continue_()
     page.unroute("**/data/runs-*.js")
@@ -94,7 +96,7 @@ def _bundles(site: Path) -> list:
 
 def test_the_ranking_page_renders_one_screen_and_keeps_the_runs_in_chunks(site: Path) -> None:
     html = (site / "capacity" / "index.html").read_text()
-    assert html.count("<tr data-id=") == 4 and f"The first 4 of {RUNS + 3} runs." in html
+    assert html.count("<tr data-id=") == 4 and f"The first 4 of {RUNS} runs." in html
     assert "speedMatrixRanking" not in html and 'id="ranking-data"' not in html
     chunks = sorted(p.name for p in (site / "capacity").glob("runs-*.js"))
     assert chunks == ["runs-0.js", "runs-1.js", "runs-2.js", "runs-3.js"]

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from sitegen.import_files import import_files
+from sitegen.importers.import_files import import_files
 from sitegen.importers.options import ImportOptions
 from sitegen.importers.registry import import_file
-from tests.builders import ROOT, SEEDS, MatrixText, normalize_page_text
+from tests.builders import ROOT, SEEDS
+from tests.page_text import MatrixText, normalize_page_text
 
 
 def _run_page(built_site: Path, seed: Path) -> Path:

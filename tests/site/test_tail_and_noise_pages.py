@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import html
 import re
-import shutil
 from pathlib import Path
 
 import msgspec
 
-from runner.bundle.schema import Bundle, DecodeCell, decode_bundle, encode_bundle
-from runner.repeats import combine
+from runner.bundle.repeats import combine
+from runner.bundle.schema import Bundle, DecodeCell
 from sitegen.build import build_site
-from tests.builders import ROOT, MatrixText
-
-BASE = "ling-3-0-flash-fp4-h200-nvl-x2-2026-09-03"
+from tests.builders import make_bundle
+from tests.page_text import MatrixText
+from tests.sample_site import write_content
 
 
 def _repeated(cell: DecodeCell, totals: list[float]) -> DecodeCell:
@@ -38,17 +37,12 @@ def _text(html: str) -> str:
 
 
 def test_tails_repeats_and_noise_are_shown(tmp_path: Path) -> None:
-    content = tmp_path / "content"
-    shutil.copytree(ROOT / "content" / "pages", content / "pages")
-    (content / "runs").mkdir()
-    base = decode_bundle((ROOT / "content" / "runs" / f"{BASE}.json").read_bytes())
+    base = make_bundle()
     first = _with_repeats(base, "ling-first", {(8192, 1): [160.0, 164.1, 170.0], (8192, 2): [280.0, 284.6, 290.0]})
     # Measured again: 8K × 1 overlaps the first run's range, 8K × 2 lies clear above it.
     second = _with_repeats(base, "ling-second", {(8192, 1): [168.0, 171.0, 175.0], (8192, 2): [300.0, 305.0, 310.0]})
     second = msgspec.structs.replace(second, measured_at=base.measured_at.replace(day=4))
-    for bundle in (first, second):
-        (content / "runs" / f"{bundle.id}.json").write_bytes(encode_bundle(bundle))
-    build_site(content, tmp_path / "site")
+    build_site(write_content(tmp_path, runs=(first, second)), tmp_path / "site")
 
     page = (tmp_path / "site" / "runs" / "ling-first" / "index.html").read_text()
     matrix = MatrixText()
@@ -56,8 +50,8 @@ def test_tails_repeats_and_noise_are_shown(tmp_path: Path) -> None:
     assert "p99" not in "".join(matrix.parts) and "Spread" not in "".join(matrix.parts)
     tail = _text(page[page.index('id="tail"'):page.index("</section>", page.index('id="tail"'))])
     assert "Tail latency and noise" in tail
-    # 8K × 1: TTFT 62 ms (p50), ×1.5 = 93 ms, ×2 = 124 ms; 6.1 ms between tokens, ×1.2, ×1.4; three repeats, 160–170.
-    assert "8K 1 62 ms 93 ms 124 ms 6.1 ms 7.3 ms 8.5 ms 3 160.0 – 170.0 6.1 %" in tail
+    # 8K × 1 of make_bundle: TTFT 46.75 ms (p50), ×1.5 = 70 ms, ×2 = 94 ms; 6.1 ms between tokens, ×1.2, ×1.4; three repeats, 160–170.
+    assert "8K 1 47 ms 70 ms 94 ms 6.1 ms 7.3 ms 8.5 ms 3 160.0 – 170.0 6.1 %" in tail
     assert "8K 2 " in tail and "16K" not in tail, "only the cells with tails or repeats are listed"
 
     compare = (tmp_path / "site" / "compare" / "ling-first-vs-ling-second.html").read_text()

@@ -7,27 +7,23 @@ import errno
 import io
 import json
 import os
-import shutil
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import pytest
 
-import sitegen.build
 from runner.bundle.schema import decode_bundle
 from sitegen.build import build_site
 from sitegen.errors import InputError
-from tests.builders import ROOT, built_copy, same_as_fresh, tree_digest
+from sitegen.pages import listings, registry
+from tests.builders import same_as_fresh, tree_digest
+from tests.sample_site import MIMO, built_sample, write_content
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def _content(tmp_path: Path) -> Path:
-    content = tmp_path / "content"
-    shutil.copytree(ROOT / "content", content)
-    return content
 
 
 def test_site_has_every_download(built_site: Path) -> None:
@@ -49,45 +45,46 @@ def test_site_has_every_download(built_site: Path) -> None:
 
 
 def test_same_content_builds_a_byte_identical_site(tmp_path: Path) -> None:
-    content = _content(tmp_path)
+    content = write_content(tmp_path)
     build_site(content, tmp_path / "one")
     build_site(content, tmp_path / "two")
     assert _tree(tmp_path / "one") == _tree(tmp_path / "two")
 
 
 def test_rebuild_after_one_bundle_changes_rerenders_only_that_run(tmp_path: Path) -> None:
-    content = _content(tmp_path)
+    content = write_content(tmp_path)
     out = tmp_path / "site"
     first = build_site(content, out)
     assert "0 unchanged and reused" in first
     unchanged = sorted((out / "runs").glob("*/index.html"))
     inodes = {p.parent.name: p.stat().st_ino for p in unchanged}
-    path = content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
+    path = content / "runs" / f"{MIMO}.json"
     bundle = json.loads(path.read_text())
     bundle["decode"][0]["total_tok_s"] = 999.9
     path.write_text(json.dumps(bundle))
     report = build_site(content, out)
-    changed = out / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2" / "index.html"
+    changed = out / "runs" / MIMO / "index.html"
     assert "999.9" in changed.read_text()
-    assert changed.stat().st_ino != inodes["mimo-v2-6-flash-rl-h200-nvl-x2"]
+    assert changed.stat().st_ino != inodes[MIMO]
     others = {p.parent.name: p.stat().st_ino for p in (out / "runs").glob("*/index.html")}
     assert {k: v for k, v in others.items() if k != changed.parent.name} == {
         k: v for k, v in inodes.items() if k != changed.parent.name
     }
-    # its folder, comparison, model and GPU pages, the feed, the ranking and its data chunk holding it,
-    # the listings' data chunk holding it, the 20 sort orders, runs.json, runs.csv and its record in
-    # the build cache (the schema, the static files, the pairs and the other runs' records are reused)
-    assert "(31 outputs rendered, 16 unchanged and reused)" in report
+    # its folder, comparison, model and GPU pages, the index, the feed, the ranking and its data chunk
+    # holding it, the listings' data chunk holding it, the 24 sort orders, runs.json, runs.csv and its
+    # record in the build cache (the picker, the content pages, the schema, the static files, the pairs
+    # and the other runs' records are reused)
+    assert "(36 outputs rendered, 19 unchanged and reused)" in report
     fresh = tmp_path / "fresh"
     build_site(content, fresh)
     assert _tree(fresh) == _tree(out)
 
 
 def test_a_run_measured_again_reaches_the_run_lists_and_the_ranking_in_a_rebuild(tmp_path: Path) -> None:
-    content = _content(tmp_path)
+    content = write_content(tmp_path)
     out = tmp_path / "site"
     build_site(content, out)
-    path = content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
+    path = content / "runs" / f"{MIMO}.json"
     bundle = json.loads(path.read_text())
     bundle["model"] = "MiMo-Remeasured"
     for cell in bundle["decode"]:  # ten times as fast: the best run at every context
@@ -95,7 +92,7 @@ def test_a_run_measured_again_reaches_the_run_lists_and_the_ranking_in_a_rebuild
             cell[name] = cell[name] and round(cell[name] * 10, 1)
     path.write_text(json.dumps(bundle))
     build_site(content, out)
-    peak = max(c["total_tok_s"] for c in bundle["decode"] if c["status"] == "Valid")
+    peak = max(c["total_tok_s"] for c in bundle["decode"] if c["status"] in ("Valid", "Requests queued") and c["total_tok_s"] is not None)
     listed = {r["id"]: r for r in json.loads((out / "runs.json").read_text())}[bundle["id"]]
     assert (listed["model"], listed["peak_tok_s"]) == ("MiMo-Remeasured", peak)
     with (out / "runs.csv").open(newline="") as handle:
@@ -115,22 +112,25 @@ def listed_ids(site: Path) -> list[str]:
 
 
 def test_adding_a_run_leaves_the_other_pages_alone(tmp_path: Path) -> None:
-    content = _content(tmp_path)
+    content = write_content(tmp_path)
     out = tmp_path / "site"
     build_site(content, out)
-    bundle = json.loads((content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    bundle = json.loads((content / "runs" / f"{MIMO}.json").read_text())
     bundle.update(id="newcomer", model="Newcomer-7B")
     bundle["hardware"]["gpu"] = "RTX 6000"
+    for cell in bundle["decode"]:  # measured on its own: not one run submitted twice, which would mark the other too
+        cell["total_tok_s"] = cell["total_tok_s"] and cell["total_tok_s"] * 1.01
     (content / "runs" / "newcomer.json").write_text(json.dumps(bundle))
     report = build_site(content, out)
-    # its folder, model and GPU pages, the feed, the ranking and its chunk, the same data, and its record and the pairs in the cache
-    assert "(31 outputs rendered, 20 unchanged and reused)" in report
+    # its folder, model and GPU pages, the index and the picker (which counts the runs), the feed, the ranking
+    # and its chunk, the same data, and its record and the pairs in the cache
+    assert "(37 outputs rendered, 22 unchanged and reused)" in report
     assert "Newcomer-7B" in (out / "index.html").read_text()
 
 
 def test_index_chart_names_the_runs_it_cannot_plot(tmp_path: Path) -> None:
-    content = _content(tmp_path)
-    bundle = json.loads((content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    content = write_content(tmp_path)
+    bundle = json.loads((content / "runs" / f"{MIMO}.json").read_text())
     bundle.update(id="no-gpu-count", model="Countless-7B")
     bundle["hardware"]["gpu_count"] = None
     (content / "runs" / "no-gpu-count.json").write_text(json.dumps(bundle))
@@ -140,8 +140,8 @@ def test_index_chart_names_the_runs_it_cannot_plot(tmp_path: Path) -> None:
 
 
 def test_comparison_of_runs_that_share_no_cell_says_so(tmp_path: Path) -> None:
-    content = _content(tmp_path)
-    bundle = json.loads((content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    content = write_content(tmp_path)
+    bundle = json.loads((content / "runs" / f"{MIMO}.json").read_text())
     bundle.update(id="mimo-on-b200")
     bundle["hardware"]["gpu"] = "B200"
     for cell in bundle["decode"]:
@@ -153,19 +153,31 @@ def test_comparison_of_runs_that_share_no_cell_says_so(tmp_path: Path) -> None:
     assert "No cell has a value in both runs" in pages[0].read_text()
 
 
+def _rename(path: Path, prefix: str) -> None:
+    """The bundle's model, renamed as a resubmission would."""
+    bundle = json.loads(path.read_text())
+    bundle["model"] = prefix + bundle["model"]
+    path.write_text(json.dumps(bundle))
+
+
+def _listings_written_by(monkeypatch: pytest.MonkeyPatch, write: Callable[..., None]) -> None:
+    """The registry with the listings written by `write` instead."""
+    kinds = tuple(msgspec.structs.replace(kind, write=write) if kind.name == listings.KIND.name else kind for kind in registry.KINDS)
+    monkeypatch.setattr(registry, "KINDS", kinds)
+
+
 def test_the_listings_are_written_in_another_process_and_what_it_raises_fails_the_build(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    content, out = built_copy(tmp_path)
+    content, out = built_sample(tmp_path)
     written_by = tmp_path / "written-by"
-    real = sitegen.build.write_listings
 
-    def listings(*args: object) -> None:
+    def written(*args: object) -> None:
         written_by.write_text(str(os.getpid()))
-        real(*args)
+        listings.write_listings(*args)
 
-    monkeypatch.setattr(sitegen.build, "write_listings", listings)
-    path = content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
-    path.write_text(path.read_text().replace('"model": "', '"model": "Renamed ', 1))
+    _listings_written_by(monkeypatch, written)
+    path = content / "runs" / f"{MIMO}.json"
+    _rename(path, "Renamed ")
     build_site(content, out, jobs=2)
     assert int(written_by.read_text()) != os.getpid() and "Renamed MiMo" in (out / "index.html").read_text()
     assert same_as_fresh(content, out)
@@ -174,8 +186,8 @@ def test_the_listings_are_written_in_another_process_and_what_it_raises_fails_th
     def full(*args: object) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out / "index.html"))
 
-    monkeypatch.setattr(sitegen.build, "write_listings", full)
-    path.write_text(path.read_text().replace("Renamed ", "Renamed again ", 1))
+    _listings_written_by(monkeypatch, full)
+    _rename(path, "Renamed again ")
     with pytest.raises(InputError) as failed:
         build_site(content, out, jobs=2)
     assert "cannot write the site: No space left on device" in failed.value.line() and tree_digest(out) == old
@@ -184,7 +196,7 @@ def test_the_listings_are_written_in_another_process_and_what_it_raises_fails_th
 def test_a_ranking_page_deleted_from_the_site_is_put_back_though_no_run_changed(tmp_path: Path) -> None:
     """The ranking's first screen is worked out ahead only when its key changed; a page of the same
     key that is not whole in the site is made again all the same."""
-    content, out = built_copy(tmp_path)
+    content, out = built_sample(tmp_path)
     (out / "capacity" / "index.html").unlink()
     assert "(1 outputs rendered" in build_site(content, out)
     assert same_as_fresh(content, out)

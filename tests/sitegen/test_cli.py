@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from tests.builders import ROOT
+from tests.sample_site import sample_runs, write_content
 
 
 def _sitegen(*args: str) -> subprocess.CompletedProcess[str]:
@@ -14,9 +15,9 @@ def _sitegen(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_piped_build_prints_its_one_line_report_and_exits_0(tmp_path: Path) -> None:
-    done = _sitegen("build", "--content", str(ROOT / "content"), "--out", str(tmp_path / "site"))
+    done = _sitegen("build", "--content", str(write_content(tmp_path)), "--out", str(tmp_path / "site"))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count("\n") == 1 and done.stdout.startswith("built 3 runs and ")
+    assert done.stdout.count("\n") == 1 and done.stdout.startswith(f"built {len(sample_runs())} runs and ")
     assert (tmp_path / "site" / "index.html").is_file()
 
 

@@ -20,9 +20,10 @@ from runner.bundle import display, formats
 from runner.bundle.schema import Bundle, DecodeCell, decode_bundle, encode_bundle
 from sitegen.build import build_site
 from sitegen.cli import main
-from sitegen.import_files import import_files
+from sitegen.importers.import_files import import_files
 from sitegen.importers.options import ImportOptions
-from tests.builders import FIGURES, FIXTURES, ROOT
+from tests.builders import FIGURES, FIXTURES
+from tests.sample_site import write_content
 
 PEERS = FIXTURES / "peers"
 # Allowed relative errors of an imported figure against the file's.
@@ -135,8 +136,7 @@ def test_held_back_files_import_with_every_level_equal_to_the_file(tool: str, tm
 
 
 def test_held_back_imports_build_into_run_pages(tmp_path: Path) -> None:
-    content = tmp_path / "content"
-    shutil.copytree(ROOT / "content" / "pages", content / "pages")
+    content = write_content(tmp_path, runs=())
     for tool, (paths, levels_of) in HELD_BACK.items():
         written, errors = import_files(paths, content / "runs", ImportOptions())
         assert not errors and len(written) == 1

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from runner.bundle.display import COLD_TTFT_NOTE, LEGEND, PAGE_TEXT, TTFT_NOTE
-from sitegen import loader
+from sitegen.content import loader
 from sitegen.errors import InputError
 from sitegen.importers import importer as importer_module
 from sitegen.importers import registry
@@ -17,12 +17,13 @@ from sitegen.importers.importer import Source
 from sitegen.importers.options import ImportOptions
 from sitegen.importers.sweep import SweepFile, sweep_bundle
 from tests.builders import FIXTURES, ROOT
+from tests.sample_site import sample_file
 
 PEERS = FIXTURES / "peers"
-# One real file of each format, and the importer that must read it.
+# One real file of each format, and the importer that must read it (None: a sample run's bundle, written for the test).
 FILES = [
     (FIXTURES / "seeds" / "000_0a674d15c5caef78.txt", "a captured speed test matrix page"),
-    (ROOT / "content" / "runs" / "ling-3-0-flash-fp4-h200-nvl-x2-2026-09-03.json", "speed-matrix"),
+    (None, "speed-matrix"),
     (FIXTURES / "llm-inference-bench-0.4.18.json", "llm-inference-bench"),
     (min((PEERS / "vllm" / "sweep").rglob("run=*.json")), "vllm bench serve"),
     (PEERS / "guidellm" / "sweep" / "in256.json", "GuideLLM"),
@@ -30,8 +31,15 @@ FILES = [
 ]
 
 
-@pytest.mark.parametrize(("path", "name"), FILES, ids=[name for _, name in FILES])
-def test_each_file_is_recognised_by_its_own_format_only(path: Path, name: str) -> None:
+@pytest.fixture(params=FILES, ids=[name for _, name in FILES])
+def real_file(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, str]:
+    """A real file of one format, and the importer that must read it."""
+    path, name = request.param
+    return path or sample_file(tmp_path), name
+
+
+def test_each_file_is_recognised_by_its_own_format_only(real_file: tuple[Path, str]) -> None:
+    path, name = real_file
     source = registry._source(path)
     claimed = [importer.name for importer in registry.IMPORTERS if importer.recognises(source)]
     assert claimed[0] == name
@@ -39,8 +47,8 @@ def test_each_file_is_recognised_by_its_own_format_only(path: Path, name: str) -
     assert all(other == name for other in claimed) or not source.is_json
 
 
-@pytest.mark.parametrize(("path", "name"), FILES, ids=[name for _, name in FILES])
-def test_every_import_is_scrubbed_once_and_checked_once(path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_import_is_scrubbed_once_and_checked_once(real_file: tuple[Path, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    path, name = real_file
     calls: Counter[str] = Counter()
     scrub, check = loader.scrub, loader.check_bundle
 

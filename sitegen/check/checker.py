@@ -1,0 +1,64 @@
+"""Every check of one bundle file, and the verdict they make; `sitegen check` and `sitegen build` both come here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from runner.bundle import files
+from runner.bundle.schema import Bundle
+from sitegen.check.consistency import consistency_problems
+from sitegen.check.decoding import decode, read_bounded
+from sitegen.check.duplicates import digests
+from sitegen.check.method import method_problems
+from sitegen.check.recompute import recompute
+from sitegen.check.secrets import secret_problems
+from sitegen.check.signing import check_signatures
+from sitegen.check.statuses import status_problems
+from sitegen.check.verdict import Problem, Verdict
+
+
+class CheckContext(msgspec.Struct, frozen=True):
+    """What checks of many bundles share: the allowed_signers file (None: the nearest one above each bundle)."""
+
+    allowed_signers: Path | None = None
+
+
+def check_file(path: Path, context: CheckContext) -> Verdict:
+    """Read the bundle file at `path` (bounded) and check it; an unreadable file is inconsistent with the line that says why."""
+    try:
+        data = read_bounded(path)
+    except files.Unreadable as exc:
+        return Verdict(path=str(path), problems=[Problem(str(path), None, str(exc))])
+    return check_data(path, data, context)
+
+
+def check_data(path: Path, data: bytes, context: CheckContext) -> Verdict:
+    """Strictly decode the bytes read from `path` and check the bundle; one that does not decode is
+    inconsistent with the one problem that says why. A build that has read a file calls this."""
+    decoded = decode(path, data)
+    if decoded.bundle is None:
+        return Verdict(path=str(path), problems=decoded.problems)
+    verdict = check_bundle(path, decoded.bundle, context, decoded.raw)
+    verdict.problems[:0] = decoded.problems
+    return verdict
+
+
+def check_bundle(path: Path, bundle: Bundle, context: CheckContext, raw: Any = None) -> Verdict:
+    """The verdict on the bundle read from `path`, as decoded and before any scrub; `raw` is the file's JSON
+    as plain data (its unknown fields and their secrets too), the bundle's own fields where not given.
+
+    Problems that need every bundle (duplicates) are added by duplicates.settle once all are checked.
+    """
+    found = [*status_problems(bundle), *consistency_problems(bundle), *method_problems(bundle)]
+    problems = [Problem(str(path), where, message) for where, message in found]
+    records, recomputed = recompute(path, bundle)
+    signatures = check_signatures(path, context.allowed_signers)
+    plain = msgspec.to_builtins(bundle) if raw is None else raw
+    return Verdict(
+        path=str(path), problems=[*problems, *recomputed, *secret_problems(path, plain), *signatures.problems],
+        run_id=bundle.id, digests=digests(bundle), signature=signatures.bundle, signer=signatures.signer,
+        records=records, records_signature=signatures.records, origin=bundle.origin,
+    )

@@ -1,0 +1,120 @@
+"""Internal consistency: the relations a record's figures hold among themselves, within tolerances.py's bounds.
+
+- output tokens ≈ total tok/s × measured for;
+- total tok/s ≈ average active × per-request tok/s;
+- average active ≤ requests at once;
+- per-request tok/s no faster than the time between tokens allows (and, in a runner's window, no slower);
+- medians ≤ p90 ≤ p99;
+- prompt tok/s = prompt tokens ÷ TTFT;
+- a cell measured several times: each figure within its repeats' range, and their spread as stated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from msgspec import UNSET
+
+from runner.bundle.display import has_value
+from runner.bundle.repeats import COUNTS, RATES, TAILS, spread_pct
+from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
+from sitegen.check.fields import cell_path, figures, oversized, prefill_path, windows
+from sitegen.check.tolerances import (
+    CONTEXT_AS_PROMPT,
+    FLOAT_SLACK,
+    REPORTED,
+    WINDOW,
+    Tolerances,
+    for_window,
+    measured_by_runner,
+    tokens_per_step,
+)
+
+# The latencies a record orders from its median up.
+TTFT_ORDER = ("ttft_ms", "ttft_p90_ms", "ttft_p99_ms")
+TBT_ORDER = ("tbt_ms", "tbt_p90_ms", "tbt_p99_ms")
+# (where, message) pairs: checker.py names the file.
+Found = Iterator[tuple[str, str]]
+
+
+def consistency_problems(bundle: Bundle) -> Found:
+    """Every relation a figure of the bundle breaks."""
+    step_tokens = tokens_per_step(bundle)
+    for window in windows(bundle):
+        if not oversized(window.cell):
+            yield from _window(window.where, window.cell, for_window(bundle, window.cell), step_tokens)
+    for where, record in figures(bundle):
+        yield from _tails(where, record)
+    for index, cell in enumerate(bundle.decode):
+        if cell.repeats and not any(map(oversized, [cell, *cell.repeats])):
+            yield from _repeats(cell_path(index), cell, cell.repeats)
+    tolerances = WINDOW if measured_by_runner(bundle) else REPORTED
+    for index, point in enumerate(bundle.prefill):
+        if not oversized(point):
+            yield from _prefill(prefill_path(index), point, tolerances)
+
+
+def _window(where: str, cell: DecodeCell, allowed: Tolerances, step_tokens: int) -> Found:
+    """The relations of one window's figures: output, total against active, active against requests, rate against gaps."""
+    total, per, active, tbt = cell.total_tok_s, cell.per_request_tok_s, cell.avg_active, cell.tbt_ms
+    if total is not None and cell.output_tokens is not None and cell.measured_s is not None:
+        expected = total * cell.measured_s
+        if abs(cell.output_tokens - expected) > allowed.output * cell.output_tokens + allowed.output_tokens:
+            yield (f"{where}.output_tokens", f"{cell.output_tokens:,} output tokens, but total {total:g} tok/s × "
+                                             f"{cell.measured_s:g} s measured = {expected:,.1f}")
+    if total is not None and per and active:
+        ratio = total / (active * per)
+        if not 1 / allowed.active_factor <= ratio <= allowed.active_factor:
+            yield (f"{where}.total_tok_s", f"total {total:g} tok/s, but average active {active:g} × per-request "
+                                           f"{per:g} tok/s = {active * per:g}: more than {allowed.active_factor:g} times apart")
+    if active is not None and active > cell.concurrency * (1 + FLOAT_SLACK):
+        yield (f"{where}.avg_active", f"{active:g} requests active on average, more than the {cell.concurrency} sent at once")
+    if per and tbt:
+        product = per * tbt / 1000
+        if product > allowed.gap_ceiling * step_tokens:
+            yield (f"{where}.per_request_tok_s", f"{per:g} tok/s per request, faster than {tbt:g} ms between tokens allows "
+                                                 f"({step_tokens * 1000 / tbt:g} tok/s)")
+        elif product < allowed.gap_floor:
+            yield (f"{where}.per_request_tok_s", f"{per:g} tok/s per request, slower than the {tbt:g} ms between tokens "
+                                                 f"gives ({1000 / tbt:g} tok/s)")
+
+
+def _tails(where: str, cell: DecodeCell) -> Found:
+    """TTFT and time between tokens: the median, p90 and p99 that a record holds, in that order."""
+    if cell.ttft_p90_ms is UNSET and cell.tbt_p90_ms is UNSET and cell.ttft_p99_ms is UNSET and cell.tbt_p99_ms is UNSET:
+        return  # a median alone: nothing to order
+    for names in (TTFT_ORDER, TBT_ORDER):
+        ordered = [(name, value) for name in names if (value := getattr(cell, name)) is not None and value is not UNSET]
+        for (low_name, low), (high_name, high) in zip(ordered, ordered[1:]):
+            if high < low * (1 - FLOAT_SLACK):
+                yield f"{where}.{high_name}", f"{high:g} ms, below the {low:g} ms of {low_name}"
+
+
+def _repeats(where: str, cell: DecodeCell, repeats: list[DecodeCell]) -> Found:
+    """A repeated cell's figures within its repeats' range, and their spread as stated."""
+    for name in (*RATES, *COUNTS, *TAILS):
+        value = getattr(cell, name)
+        seen = [v for r in repeats if (v := getattr(r, name)) is not None and v is not UNSET]
+        if value is None or value is UNSET or not seen:
+            continue
+        if not min(seen) * (1 - FLOAT_SLACK) <= value <= max(seen) * (1 + FLOAT_SLACK):
+            yield (f"{where}.{name}", f"{value:g}, outside its repeats' range {min(seen):g} to {max(seen):g}: "
+                                      "a cell shows their median")
+    totals = [r.total_tok_s for r in repeats if has_value(r) and r.total_tok_s is not None]
+    stated = cell.total_tok_s_spread_pct
+    if stated is not UNSET and len(totals) > 1:
+        spread = spread_pct(totals)
+        if abs(stated - spread) > FLOAT_SLACK * max(1.0, spread):
+            yield f"{where}.total_tok_s_spread_pct", f"{stated:g} %, but the repeats' total tok/s spread {spread:g} %"
+
+
+def _prefill(where: str, point: PrefillPoint, allowed: Tolerances) -> Found:
+    """Prompt tok/s × TTFT against the prompt's tokens (its context where they are not recorded)."""
+    rate, ttft = point.prompt_tok_s, point.ttft_ms
+    if rate is None or ttft is None:
+        return
+    tokens, share = (point.prompt_tokens, allowed.prefill) if point.prompt_tokens else (point.context_tokens, CONTEXT_AS_PROMPT)
+    prefilled = rate * ttft / 1000
+    if abs(prefilled - tokens) > share * tokens + rate * allowed.prefill_ttft_ms / 1000:
+        yield (f"{where}.prompt_tok_s", f"{rate:g} tok/s over {ttft:g} ms of TTFT is {prefilled:,.0f} tokens, "
+                                        f"but the prompt held {tokens:,}")

@@ -1,0 +1,76 @@
+"""Reading a bundle file for the checker: bounded, strictly decoded, every failure one problem naming the file.
+
+Strict means the schema's types and ranges (runner/bundle/schema.py), the loader's checks that
+types cannot express (sitegen/content/loader.py), and no field the schema does not know: the
+build ignores one, so a misspelt figure would vanish from the page without a word.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from runner.bundle import files
+from runner.bundle.schema import Bundle
+from sitegen.check.verdict import Problem
+from sitegen.content import loader
+from sitegen.errors import InputError
+
+# The largest file read as a bundle: far above any bundle the runner writes, so that a huge file
+# is refused from its size instead of exhausting memory.
+MAX_BUNDLE_BYTES = 256 << 20
+
+
+class Decoded(msgspec.Struct, kw_only=True):
+    """A bundle file as read: its JSON as plain data and its bundle (None where it did not decode), and the problems."""
+
+    raw: Any = None
+    bundle: Bundle | None = None
+    problems: list[Problem] = []
+
+
+def read_bounded(path: Path) -> bytes:
+    """The file's bytes, read with runner.bundle.files.read_input once its size is known to be within MAX_BUNDLE_BYTES."""
+    try:
+        size = path.stat().st_size if path.is_file() else 0
+    except OSError as exc:
+        raise files.Unreadable(f"cannot read: {exc.strerror or exc}") from None
+    if size > MAX_BUNDLE_BYTES:
+        raise files.Unreadable(f"too large to be a bundle: {size:,} bytes, more than {MAX_BUNDLE_BYTES:,}")
+    return files.read_input(path)
+
+
+def decode(path: Path, data: bytes) -> Decoded:
+    """Strictly decode a bundle file's bytes: JSON, the schema, the loader's checks, no unknown field."""
+    try:
+        raw = loader.read_json(path, data)
+        bundle = loader.decoded(path, data, loader.decode_bundle)
+    except InputError as exc:
+        return Decoded(problems=[Problem(exc.path, exc.where, exc.message)])
+    try:
+        unknown = unknown_fields(raw, bundle, "$")
+    except RecursionError:
+        return Decoded(problems=[Problem(str(path), None, "invalid JSON: nested too deeply")])
+    problems = [Problem(str(path), where, "unknown field: the schema has no such field") for where in unknown]
+    try:
+        loader.check_bundle(bundle, path)
+    except InputError as exc:
+        problems.append(Problem(exc.path, exc.where, exc.message))
+    return Decoded(raw=raw, bundle=bundle, problems=problems)
+
+
+def unknown_fields(raw: Any, value: Any, where: str) -> list[str]:
+    """The `$.paths` of the keys in `raw` (plain JSON) that `value` (the Struct it decoded to) has no field for."""
+    found: list[str] = []
+    if isinstance(value, msgspec.Struct) and isinstance(raw, dict):
+        names = value.__struct_fields__
+        found += [f"{where}.{key}" for key in raw if key not in names]
+        for name in names:
+            if name in raw:
+                found += unknown_fields(raw[name], getattr(value, name), f"{where}.{name}")
+    elif isinstance(value, list) and isinstance(raw, list):
+        for index, (item, decoded) in enumerate(zip(raw, value)):
+            found += unknown_fields(item, decoded, f"{where}[{index}]")
+    return found

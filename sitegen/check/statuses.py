@@ -1,0 +1,75 @@
+"""Statuses that agree with their fields: a measured cell has its figures, one that was not measured has none.
+
+- Valid, Requests queued and Distorted: tokens came out (total tok/s above zero; the loader
+  already requires Valid and Requests queued to have it);
+- Over capacity: not run, so no figure, count, duration or repeat;
+- Looped and Failed: the window was thrown away, so no rate or latency, and no tokens counted;
+- a repeat holds no repeats of its own;
+- no count above the schema's bound on tokens (the relations are not judged with one);
+- prefill: a Valid point has its prompt tok/s and TTFT; an Over capacity, Looped or Failed one no prompt tok/s.
+"""
+
+from __future__ import annotations
+
+from msgspec import UNSET
+
+from runner.bundle.display import VALUED
+from runner.bundle.repeats import RATES, TAILS
+from runner.bundle.schema import MAX_TOKENS, Bundle, DecodeCell, PrefillPoint
+from sitegen.check.consistency import Found
+from sitegen.check.fields import cell_path, oversized, prefill_path
+
+MEASURED = ("Valid", "Requests queued", "Distorted")
+DISCARDED = ("Looped", "Failed")
+# Every field a cell that was never run leaves empty: its figures, counts, window and repeats.
+NOT_RUN = (*RATES, "completed", "output_tokens", *TAILS, "repeats")
+
+
+def status_problems(bundle: Bundle) -> Found:
+    """Every field a record's status disagrees with."""
+    for index, cell in enumerate(bundle.decode):
+        yield from _cell(cell_path(index), cell)
+        for repeat, measured in enumerate(cell.repeats or ()):
+            where = f"{cell_path(index)}.repeats[{repeat}]"
+            yield from _cell(where, measured)
+            if measured.repeats:
+                yield f"{where}.repeats", "a repeat holds repeats of its own"
+    for index, point in enumerate(bundle.prefill):
+        yield from _point(prefill_path(index), point)
+
+
+def _present(cell: DecodeCell, name: str) -> bool:
+    """Whether the record holds a value for the field (neither null nor left out)."""
+    return getattr(cell, name) not in (None, UNSET)
+
+
+def _cell(where: str, cell: DecodeCell) -> Found:
+    """The fields one decode record's status disagrees with, and counts no record may hold."""
+    for name in oversized(cell):
+        yield f"{where}.{name}", f"more than the {MAX_TOKENS:,} any bundle may count"
+    status = cell.status
+    if status in MEASURED:
+        if not cell.total_tok_s and (cell.total_tok_s is not None or status not in VALUED):  # the loader names the rest
+            yield f"{where}.total_tok_s", f"a {status} cell with no output: a window without tokens is Failed"
+    elif status == "Over capacity":
+        for name in NOT_RUN:
+            if _present(cell, name):
+                yield f"{where}.{name}", "an Over capacity cell was not run, so it holds no measurement"
+    elif status in DISCARDED:
+        for name in (*RATES, *TAILS):
+            if name != "measured_s" and _present(cell, name):
+                yield f"{where}.{name}", f"a {status} cell's window was discarded, so it holds no figures"
+        if cell.output_tokens:
+            yield f"{where}.output_tokens", f"a {status} cell's window was discarded, so it counts no tokens"
+
+
+def _point(where: str, point: PrefillPoint) -> Found:
+    """The fields one prefill point's status disagrees with, and counts no point may hold."""
+    for name in oversized(point):
+        yield f"{where}.{name}", f"more than the {MAX_TOKENS:,} any bundle may count"
+    if point.status == "Valid":
+        for name in ("prompt_tok_s", "ttft_ms"):
+            if getattr(point, name) is None:
+                yield f"{where}.{name}", "a Valid prefill point needs it"
+    elif point.status not in MEASURED and point.prompt_tok_s is not None:
+        yield f"{where}.prompt_tok_s", f"a {point.status} prefill point holds no prompt tok/s"

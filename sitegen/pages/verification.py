@@ -1,0 +1,130 @@
+"""Each run's verification as the site shows it: the checker's verdict (sitegen.check), made once when
+the run's bundle is read (a piece, kept with its entry) and settled across the runs at every build.
+
+A run's page, its index row and its lines of runs.json and runs.csv say one of: verified (signed by
+whom, its raw records recomputing), signed, modified after signing, imported from another tool, or
+unsigned; and an inconsistent run's page lists its problems.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from runner.bundle.error_lines import located
+from sitegen.check.checker import CheckContext, check_data
+from sitegen.check.duplicates import settle
+from sitegen.check.verdict import Verdict
+from sitegen.content.catalog import UNREAD, Piece, RunEntry, Scanned, entry_of, piece_positions
+from sitegen.content.loader import read_input
+from sitegen.importers.source_requests import source_requests_path
+from sitegen.rebuild.keys import fingerprint
+
+MODIFIED = "Modified after signing"
+INCONSISTENT = "Inconsistent"
+# The index filter's values, in the order it lists them.
+STATUSES = ("Verified", "Signed", "Imported", "Unsigned", INCONSISTENT, MODIFIED)
+_verdict_decoder = msgspec.msgpack.Decoder(Verdict)
+
+
+class Verification(msgspec.Struct, frozen=True):
+    """What a reader is told of a run's verification: its status (one of STATUSES), the sentence
+    saying it, and an inconsistent run's problems, one line each (`file:$.field: message`)."""
+
+    status: str
+    sentence: str
+    problems: list[str] = []
+
+
+def verdict_of(run: Scanned) -> Verdict:
+    """The checker's verdict on the run's bundle bytes and the files beside it (its signatures, records,
+    sums and the nearest allowed_signers); the build replaces it with the settled one (settled)."""
+    return check_data(run.path, run.data, CheckContext())
+
+
+def _origin(verdict: Verdict) -> str:
+    """The tool an imported run came from ("AIPerf"), and whether its per-request file is kept beside it."""
+    tool = (verdict.origin or "").removesuffix(" import")
+    kept = source_requests_path(Path(verdict.path)).is_file()
+    return f"from another tool ({tool}){', with its per-request records' if kept else ''}."
+
+
+def verification(verdict: Verdict) -> Verification:
+    """The verdict as the site shows it."""
+    folder = f"{Path(verdict.path).parent}/"  # pages name the files beside the run, not where the build read them
+    problems = [located(Path(p.file).name, p.where, p.message.replace(folder, "")) for p in verdict.problems]
+    signer = verdict.signer or "an unknown key"
+    if "modified" in (verdict.signature, verdict.records_signature) or any(p.message.startswith("modified after signing")
+                                                                          for p in verdict.problems):
+        return Verification(MODIFIED, f"signed by {signer}, but changed since.", problems)
+    if problems:
+        return Verification(INCONSISTENT, "sitegen check finds the problems below.", problems)
+    if verdict.kind == "verified":
+        return Verification("Verified", f"signed by {signer}; its raw request records recompute every figure.")
+    if verdict.signature == "signed":
+        records = "no raw request records to recompute" if verdict.records == "absent" else "its raw request records are not signed"
+        return Verification("Signed", f"signed by {signer}; {records}.")
+    if verdict.origin and verdict.origin.endswith(" import"):
+        return Verification("Imported", _origin(verdict))
+    if verdict.signature == "unknown signer":
+        return Verification("Unsigned", "signed by a key the site's allowed_signers does not name.")
+    return Verification("Unsigned", "no one has signed these figures.")
+
+
+def _verdict(run: Scanned) -> bytes:
+    return msgspec.msgpack.encode(run.shared(verdict_of))
+
+
+def _shown(run: Scanned) -> bytes:
+    return msgspec.msgpack.encode(run.shared(shown_of))
+
+
+def shown_of(run: Scanned) -> Verification:
+    """The run's verification (shared by the pieces that show it)."""
+    return verification(run.shared(verdict_of))
+
+
+VERDICT = Piece("verdict", _verdict)  # the checker's verdict, as msgpack, for settling across runs
+SHOWN = Piece("verification", _shown)  # the Verification the run's page shows, as msgpack
+_shown_decoder = msgspec.msgpack.Decoder(Verification)
+
+
+def shown(piece: memoryview | bytes) -> Verification:
+    """A run's Verification from its SHOWN piece."""
+    return _shown_decoder.decode(piece)
+
+
+def settled(entries: Sequence[RunEntry], verdicts: Sequence[memoryview]) -> dict[str, Verdict]:
+    """The runs whose verdict settling across every run changed (their measurements found under another
+    id), with their settled verdicts, by id; `verdicts` are the runs' VERDICT pieces, in order."""
+    decoded = [_verdict_decoder.decode(piece) for piece in verdicts]
+    before = [len(verdict.problems) for verdict in decoded]
+    settle(decoded)
+    return {entry.id: verdict for entry, verdict, count in zip(entries, decoded, before) if len(verdict.problems) != count}
+
+
+def settled_entries(runs: Path, entries: list[RunEntry], pieces: Sequence[Piece]) -> list[RunEntry]:
+    """The entries, with each run that settling across runs changed made again from its bundle with its
+    settled verdict: its pieces show it, and its fingerprint (so the key of every output reading it)
+    covers it. Its stamp matches no file: the next build reads it again and settles afresh."""
+    position = piece_positions(pieces)[VERDICT.name]
+    changed = settled(entries, [e.piece(position) for e in entries])
+    if not changed:
+        return entries
+    remade = []
+    for entry in entries:
+        verdict = changed.get(entry.id)
+        if verdict is not None:
+            again = entry_of(runs / entry.name, UNREAD, read_input(runs / entry.name), pieces, known={verdict_of: verdict})
+            marked = fingerprint(again.fingerprint.encode() + msgspec.msgpack.encode(verdict.problems))
+            entry = msgspec.structs.replace(again, fingerprint=marked)
+        remade.append(entry)
+    return remade
+
+
+def consistent(entries: list[RunEntry], positions: dict[str, int]) -> list[RunEntry]:
+    """The runs the checker found no problem with (what `sitegen build --strict` builds)."""
+    position = positions[SHOWN.name]
+    return [e for e in entries if shown(e.piece(position)).status not in (INCONSISTENT, MODIFIED)]
