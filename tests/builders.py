@@ -1,6 +1,7 @@
 """What many tests build or check the same way: paths, bundles, traces, runs against the simulator,
-page text, folder digests and the HTTP helpers. Pytest fixtures live in the conftest.py files; no
-test module imports another, they import from here."""
+folder digests and the HTTP helpers; beside it, tests/sample_site.py writes content folders and
+tests/page_text.py reads pages' text. Pytest fixtures live in the conftest.py files; no test module
+imports another, they import from these."""
 
 from __future__ import annotations
 
@@ -11,24 +12,27 @@ import hashlib
 import http.server
 import io
 import json
-import re
 import shutil
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from html.parser import HTMLParser
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
 import msgspec
-import pytest
 
 from runner.bundle.schema import (
     Bundle,
     DecodeCell,
+    EndpointCheck,
+    EnergyCheck,
     Engine,
     Hardware,
     PrefillPoint,
     RunInfo,
+    ServerCheck,
+    ServerLaunch,
+    SpeculativeCheck,
+    Topology,
     decode_bundle,
 )
 from runner.client import Trace
@@ -87,6 +91,12 @@ def decode_cell(context: int, concurrency: int, scale: float) -> DecodeCell:
     )
 
 
+def prefill_point(context: int, scale: float) -> PrefillPoint:
+    """A prefill point whose TTFT is its prompt over its prompt tok/s, as a measured one's is."""
+    rate = scale * 26_000.0 - context / 100
+    return PrefillPoint(context_tokens=context, status="Valid", prompt_tok_s=rate, ttft_ms=context * 1000 / rate)
+
+
 def make_bundle(
     run_id: str = "ling-h200",
     model: str = "Ling-3.0-flash-fp4",
@@ -98,46 +108,82 @@ def make_bundle(
     launch_command: str | None = LAUNCH,
 ) -> Bundle:
     """A seed-shaped bundle: 6 contexts × 8 concurrencies and 7 prefill points."""
-    prefill = [
-        PrefillPoint(context_tokens=c, status="Valid", prompt_tok_s=scale * 26_000.0 - c / 100, ttft_ms=c / 26.0)
-        for c in (*CONTEXTS, 262144)
-    ]
+    prefill = [prefill_point(c, scale) for c in (*CONTEXTS, 262144)]
     return Bundle(
         id=run_id, model=model, measured_at=measured_at, submitter="@keennaylmx", origin="dev import",
         hardware=Hardware(type="Discrete GPU", gpu=gpu, gpu_count=gpu_count, vram_per_gpu_gb=141, os="linux"),
         engine=Engine(name="vllm", version=version, quantization="MXFP4+FP8", backend="cuda"),
-        run=RunInfo(served_model="ling", seconds_per_measurement=30, max_output_tokens=4096),
+        run=RunInfo(served_model="ling", seconds_per_measurement=30, max_output_tokens=8192, prefill_mode="Measured during decode warm-up"),
         launch_command=launch_command,
         prefill=prefill,
         decode=[decode_cell(c, n, scale) for c in CONTEXTS for n in LEVELS],
     )
 
 
-def build_large_site(folder: Path, count: int, model: Callable[[int], str], speedup: Callable[[int], float],
-                     gpu: Callable[[int], str] | None = None, sizes: Sequence[tuple[object, str, int]] = ()) -> Path:
-    """Build content/ and `count` synthesized runs into folder/site, with listing sizes (module, name, value) made small.
+SERVED_CONTEXTS = (8192, 32768)
+SERVED_LEVELS = (1, 4, 16, 64)
+# The served bundle's cells that show its rarer readings: an invalid energy reading, a metrics endpoint that missed scrapes.
+INVALID_ENERGY_CELL = (32768, 64)
+MISSED_SCRAPES_CELL = (8192, 16)
+KV_TRANSFER_MS = 12.5  # what moving a prompt's KV cache from the prefill to the decode GPUs adds to TTFT
+DISAGGREGATED_LAUNCH = (
+    "vllm serve Qwen/Qwen3-32B --tensor-parallel-size 4 --data-parallel-size 2 --enable-expert-parallel "
+    "--speculative-config '{\"method\": \"eagle3\", \"num_speculative_tokens\": 3}' --kv-transfer-config '{\"kv_role\": \"kv_consumer\"}'"
+)
 
-    Run i copies the committed bundles in turn with its own id, model(i), date and gpu(i) where
-    given, and measures speedup(i) times their total tok/s.
-    """
-    content = folder / "content"
-    shutil.copytree(ROOT / "content", content)
-    bases = [json.loads(p.read_text()) for p in sorted((content / "runs").glob("*.json"))]
-    for i in range(count):
-        bundle = json.loads(json.dumps(bases[i % len(bases)]))
-        bundle.update(id=f"run-{i:02d}", model=model(i), measured_at=f"2026-08-{i + 1:02d}T10:00:00Z")
-        if gpu is not None:
-            bundle["hardware"]["gpu"] = gpu(i)
-        for cell in bundle["decode"]:
-            if cell.get("total_tok_s") is not None:
-                cell["total_tok_s"] = round(cell["total_tok_s"] * speedup(i), 1)
-        (content / "runs" / f"run-{i:02d}.json").write_text(json.dumps(bundle))
-    out = folder / "site"
-    with pytest.MonkeyPatch.context() as patch:
-        for module, name, value in sizes:
-            patch.setattr(module, name, value)
-        build_site(content, out)
-    return out
+
+def served_cell(cell: DecodeCell, speculative: bool = True, energy: bool = True) -> DecodeCell:
+    """A decode cell with what a runner-launched disaggregated server records: speculative decoding from the
+    server's counters, a TTFT that includes the KV cache's transfer, an energy reading over 8 GPUs (invalid at INVALID_ENERGY_CELL), and at
+    MISSED_SCRAPES_CELL a second metrics endpoint that missed scrapes, which made the cell Distorted."""
+    key = (cell.context_tokens, cell.concurrency)
+    if cell.total_tok_s is None:
+        return cell
+    cell.ttft_ms += KV_TRANSFER_MS
+    drafts = cell.concurrency * 900
+    accepted = int(drafts * (2.1 - cell.concurrency / 100))
+    if speculative:
+        cell.speculative = SpeculativeCheck(
+            source="server counters", drafts=drafts, draft_tokens=drafts * 3, accepted_tokens=accepted,
+            acceptance_rate=accepted / (drafts * 3), mean_acceptance_length=1 + accepted / drafts,
+            per_position=[0.86 - 0.004 * cell.concurrency, 0.7 - 0.004 * cell.concurrency, 0.54 - 0.002 * cell.concurrency],
+        )
+    watts = 300.0 + 5.5 * cell.concurrency
+    if energy and key == INVALID_ENERGY_CELL:
+        cell.energy = EnergyCheck(source="nvml", valid=False, invalid_reason="a gap of 4.2 s in the power samples", gpus=8,
+                                  seconds=30.0, power_samples=240, max_sample_gap_s=4.2)
+    elif energy:
+        joules = watts * 8 * 30.0
+        cell.energy = EnergyCheck(source="nvml", valid=True, gpus=8, seconds=30.0, joules=joules,
+                                  joules_per_output_token=joules / cell.output_tokens,
+                                  joules_per_token=joules / (cell.output_tokens + cell.context_tokens * cell.concurrency),
+                                  mean_watts_per_gpu=watts, power_samples=300, max_sample_gap_s=0.2)
+    if key == MISSED_SCRAPES_CELL:
+        cell.status = "Distorted"
+        cell.distortion = "the server's figures rest on one endpoint: http://10.0.0.3:8000/metrics did not answer 3 of 40 scrapes"
+        cell.server = ServerCheck(metrics="vllm", scrapes=40, endpoints=[
+            EndpointCheck(url="http://10.0.0.2:8000/metrics", scrapes=40, scrape_max_ms=38.0),
+            EndpointCheck(url="http://10.0.0.3:8000/metrics", scrapes=40, failed=3, scrape_max_ms=2012.0),
+        ])
+    return cell
+
+
+def make_served_bundle(run_id: str = "qwen3-32b-disaggregated", speculative: bool = True, energy: bool = True, **changes: object) -> Bundle:
+    """A runner-launched, disaggregated deployment (4 prefill and 8 decode GPUs on 2 nodes, through the chat
+    API, speculative decoding with EAGLE-3) over a 2 × 4 matrix: every new fact of the bundle, for the pages
+    that show them. `speculative`/`energy`: whether its cells have those readings; `changes` go to make_bundle."""
+    settings = dict(model="Qwen3-32B", gpu="H200 SXM", gpu_count=12, launch_command=DISAGGREGATED_LAUNCH) | changes
+    bundle = make_bundle(run_id, **settings)
+    bundle.hardware.vram_per_gpu_gb = 141
+    bundle.prefill = [p for p in bundle.prefill if p.context_tokens in SERVED_CONTEXTS]
+    bundle.decode = [served_cell(c, speculative, energy) for c in bundle.decode
+                     if c.context_tokens in SERVED_CONTEXTS and c.concurrency in SERVED_LEVELS]
+    bundle.run.api = "chat"
+    bundle.engine.speculative_method, bundle.engine.speculative_tokens = "eagle3", 3
+    bundle.topology = Topology(nodes=2, tensor_parallel=4, data_parallel=2, expert_parallel=8, prefill_gpus=4, decode_gpus=8)
+    bundle.launch = ServerLaunch(ready_s=84.25, ended="stopped by the runner (SIGTERM)", log="qwen3-32b-disaggregated.server.log",
+                                 scheduler="slurm", job_id="4242", node="gpu-07")
+    return bundle
 
 
 def read_bundle(path: Path) -> Bundle:
@@ -212,39 +258,7 @@ async def measure_with_faults(config: SimConfig, out: Path, faults: dict | None 
         await server.close()
 
 
-# --- Pages and folders -------------------------------------------------------------------------
-
-def normalize_page_text(text: str) -> str:
-    """Page text for comparison: no whitespace, no markdown list or table punctuation, no label colons."""
-    kept = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if re.match(r"^\|?\s*:?-{3,}", stripped):
-            continue
-        kept.append(re.sub(r"^[-*]\s+", "", stripped))
-    return re.sub(r"[\s|:]+", "", "".join(kept))
-
-
-class MatrixText(HTMLParser):
-    """Collects the text inside the element with id="matrix"."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.depth = 0
-        self.parts: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if self.depth or ("id", "matrix") in attrs:
-            self.depth += tag not in ("br", "img", "input", "meta", "link")
-
-    def handle_endtag(self, tag: str) -> None:
-        if self.depth:
-            self.depth -= 1
-
-    def handle_data(self, data: str) -> None:
-        if self.depth:
-            self.parts.append(data)
-
+# --- Folders ---------------------------------------------------------------------------------------
 
 def tree_digest(folder: Path) -> dict[str, str]:
     """Every file below `folder` by relative path, with its SHA-256: equal digests, byte-identical trees
@@ -311,3 +325,54 @@ def block_offsite(page, base: str) -> list[str]:
 
     page.route("**/*", route)
     return outside
+
+
+# --- Checking bundles (`sitegen check`) --------------------------------------------------------------
+
+class Checked(msgspec.Struct):
+    """What `sitegen check` said: its exit status, its error lines (stderr) and its verdict lines (stdout)."""
+
+    exit_code: int
+    errors: list[str]
+    verdicts: list[str]
+
+
+def sitegen_check(*args: str | Path) -> Checked:
+    """Run `sitegen check ARGS…` in this process."""
+    from click.testing import CliRunner
+
+    from sitegen.cli import main
+
+    result = CliRunner().invoke(main, ["check", *map(str, args)])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return Checked(result.exit_code, result.stderr.splitlines(), result.stdout.splitlines())
+
+
+def edit_json(path: Path, change: Callable[[dict], object]) -> Path:
+    """Change a bundle file's JSON in place, as a hand edit would (`change` gets the parsed object); returns `path`."""
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    return path
+
+
+def check_errors_at(path: Path, where: str | None) -> list[str]:
+    """The error lines `sitegen check PATH` prints for `path` at the field `where` (None: the file as a whole),
+    after asserting that it exits 1 and finds the bundle inconsistent."""
+    checked = sitegen_check(path)
+    assert checked.exit_code == 1, checked
+    assert checked.verdicts[0].startswith(f"{path}: inconsistent"), checked
+    start = f"error: {path}:{where}: " if where else f"error: {path}: "
+    return [line for line in checked.errors if line.startswith(start)]
+
+
+def make_signing_key(folder: Path, principal: str) -> tuple[Path, Path]:
+    """An ed25519 key pair in `folder` and an allowed_signers file there naming `principal` for it."""
+    import subprocess
+
+    key = folder / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", principal, "-f", str(key)], check=True)
+    allowed = folder / "allowed_signers"
+    allowed.write_text(f"{principal} {key.with_suffix('.pub').read_text().strip()}\n")
+    return key, allowed

@@ -5,6 +5,7 @@ Shared helpers that are not fixtures live in tests/builders.py."""
 from __future__ import annotations
 
 import shutil
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,12 @@ CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync",
 ]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as a terminal gives it, for the children the tests interrupt: a test run started in the
+    background of a script inherits SIGINT ignored, and an ignored signal stays ignored across exec."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -30,7 +37,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The site built from the seeds, imported afresh (not the committed bundles)."""
     from sitegen.build import build_site
-    from sitegen.import_files import import_files
+    from sitegen.importers.import_files import import_files
     from sitegen.importers.options import ImportOptions
 
     content = tmp_path_factory.mktemp("content")

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from sitegen.cli import main
-from sitegen.staging import MANIFEST
 from tests.builders import ROOT, SEEDS, tree_digest
+from tests.sample_site import MIMO, sample_document, write_content
 
 SEED_TAB = SEEDS[0]
 
@@ -24,8 +24,7 @@ def _sitegen(*args: str) -> tuple[int, str]:
 
 
 def _content_with(tmp_path: Path, name: str, text: str) -> Path:
-    content = tmp_path / "content"
-    shutil.copytree(ROOT / "content" / "runs", content / "runs")
+    content = write_content(tmp_path, pages=False)
     (content / "runs" / name).write_text(text)
     return content
 
@@ -86,19 +85,19 @@ def test_good_pages_are_written_even_when_one_is_bad(tmp_path: Path) -> None:
     (lambda b: b["hardware"].update(gpu_count=-1), "$.hardware.gpu_count"),
 ])
 def test_bad_bundle_fails_the_build_and_keeps_the_old_site(tmp_path: Path, mutation, field: str) -> None:
-    out = tmp_path / "site"
-    assert _sitegen("build", "--content", str(ROOT / "content"), "--out", str(out))[0] == 0
+    content, out = write_content(tmp_path, pages=False), tmp_path / "site"
+    assert _sitegen("build", "--content", str(content), "--out", str(out))[0] == 0
     before = tree_digest(out)
-    bundle = json.loads((ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    bundle = sample_document(MIMO)
     bundle["id"] = "broken"
     mutation(bundle)
-    content = _content_with(tmp_path, "broken.json", json.dumps(bundle))
+    (content / "runs" / "broken.json").write_text(json.dumps(bundle))
     code, output = _sitegen("build", "--content", str(content), "--out", str(out))
     assert code != 0
     assert output.startswith(f"error: {content / 'runs' / 'broken.json'}:{field}: ")
     assert len(output.strip().splitlines()) == 1
     assert tree_digest(out) == before
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == [".site.sitegen"]
 
 
 def test_every_bad_bundle_is_listed(tmp_path: Path) -> None:
@@ -113,12 +112,11 @@ def test_every_bad_bundle_is_listed(tmp_path: Path) -> None:
 
 
 def test_duplicate_ids_are_an_error(tmp_path: Path) -> None:
-    source = ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
-    content = _content_with(tmp_path, "copy.json", source.read_text())
+    content = _content_with(tmp_path, "copy.json", json.dumps(sample_document(MIMO)))
     code, output = _sitegen("build", "--content", str(content), "--out", str(tmp_path / "site"))
     assert code != 0
     assert output == (
-        f"error: {content / 'runs' / source.name}:$.id: id 'mimo-v2-6-flash-rl-h200-nvl-x2' is already used by "
+        f"error: {content / 'runs' / f'{MIMO}.json'}:$.id: id '{MIMO}' is already used by "
         f"{content / 'runs' / 'copy.json'}\n"
     )
 
@@ -127,14 +125,14 @@ def test_build_refuses_to_replace_a_folder_it_did_not_build(tmp_path: Path) -> N
     victim = tmp_path / "notes"
     victim.mkdir()
     (victim / "thesis.txt").write_text("precious")
-    code, output = _sitegen("build", "--content", str(ROOT / "content"), "--out", str(victim))
+    code, output = _sitegen("build", "--content", str(write_content(tmp_path)), "--out", str(victim))
     assert code != 0 and "refusing to replace a folder that sitegen did not build" in output
     assert (victim / "thesis.txt").read_text() == "precious"
 
 
 @pytest.mark.parametrize("where", ["content", "content/runs", "."])
 def test_build_refuses_an_output_folder_that_overlaps_the_content(tmp_path: Path, where: str) -> None:
-    content = _content_with(tmp_path, "extra.json", (ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text().replace('"mimo-v2-6-flash-rl-h200-nvl-x2"', '"extra"', 1))
+    content = _content_with(tmp_path, "extra.json", json.dumps(sample_document(MIMO) | {"id": "extra"}))
     before = tree_digest(tmp_path)
     code, output = _sitegen("build", "--content", str(content), "--out", str(tmp_path / where))
     assert code != 0 and "overlaps the input folder" in output
@@ -142,25 +140,25 @@ def test_build_refuses_an_output_folder_that_overlaps_the_content(tmp_path: Path
 
 
 def test_a_manifest_cannot_make_a_build_delete_outside_its_folder(tmp_path: Path) -> None:
-    out = tmp_path / "site"
-    assert _sitegen("build", "--content", str(ROOT / "content"), "--out", str(out))[0] == 0
+    content, out = write_content(tmp_path), tmp_path / "site"
+    assert _sitegen("build", "--content", str(content), "--out", str(out))[0] == 0
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "keep.txt").write_text("keep")
-    manifest = out / MANIFEST
+    manifest = tmp_path / ".site.sitegen" / "state" / "manifest"
     version, outputs = msgspec.msgpack.decode(manifest.read_bytes())
     outputs.update({"../victim/": ["x", ["../victim/keep.txt"]], str(victim) + "/": ["x", [str(victim / "keep.txt")]],
                     "runs/../../victim/keep.txt": ["x", ["runs/../../victim/keep.txt"]]})
     manifest.write_bytes(msgspec.msgpack.encode([version, outputs]))
-    assert _sitegen("build", "--content", str(ROOT / "content"), "--out", str(out))[0] == 0
+    assert _sitegen("build", "--content", str(content), "--out", str(out))[0] == 0
     assert (victim / "keep.txt").read_text() == "keep"
     assert not [p for p in out.rglob("keep.txt")]  # nor copy anything from outside into the site
 
 
 def test_a_valid_cell_without_its_value_is_an_error(tmp_path: Path) -> None:
-    bundle = json.loads((ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    bundle = sample_document(MIMO)
     bundle["decode"][0]["total_tok_s"] = None
-    content = _content_with(tmp_path, "mimo-v2-6-flash-rl-h200-nvl-x2.json", json.dumps(bundle))
+    content = _content_with(tmp_path, f"{MIMO}.json", json.dumps(bundle))
     code, output = _sitegen("build", "--content", str(content), "--out", str(tmp_path / "site"))
     assert code != 0
     assert output.strip().endswith("$.decode[0].total_tok_s: a Valid cell needs its total tok/s")
@@ -190,7 +188,7 @@ NO_RUNS = "no such folder (--content should be the folder holding runs/ and page
 
 @pytest.mark.parametrize("content", ["contnet", "content/runs", "README.md"])
 def test_a_content_folder_without_runs_fails_and_keeps_the_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str) -> None:
-    shutil.copytree(ROOT / "content", tmp_path / "content")
+    write_content(tmp_path)
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     monkeypatch.chdir(tmp_path)
     assert _sitegen("build", "--content", "content", "--out", "site")[0] == 0
@@ -225,14 +223,14 @@ def _broken_json_lines(tmp_path: Path, text: str) -> tuple[str, str]:
 
 
 def test_a_truncated_bundle_reads_the_same_from_build_and_import(tmp_path: Path) -> None:
-    text = json.dumps(json.loads((ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text()), indent=2)
+    text = json.dumps(sample_document(MIMO), indent=2)
     cut = text[: text.index('"status"', len(text) // 2) + 4]
     last = cut.splitlines()
     assert _broken_json_lines(tmp_path, cut) == (f"{len(last)}:{len(last[-1]) + 1}: invalid JSON: unexpected end of file",) * 2
 
 
 def test_a_stray_character_mid_file_is_placed_by_line_and_column(tmp_path: Path) -> None:
-    lines = json.dumps(json.loads((ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text()), indent=2).splitlines()
+    lines = json.dumps(sample_document(MIMO), indent=2).splitlines()
     assert lines[4].startswith('  "')
     lines[4] = "  x" + lines[4][2:]
     assert _broken_json_lines(tmp_path, "\n".join(lines)) == ("5:3: invalid JSON: object keys must be strings",) * 2

@@ -16,17 +16,19 @@ from hypothesis import strategies as st
 from runner.bundle.schema import Bundle, encode_bundle
 from sitegen.build import build_site
 from sitegen.cli import main
+from sitegen.content.loader import decode_bundle_file
 from sitegen.errors import InputError, InputErrors
 from sitegen.importers.options import ImportOptions
 from sitegen.importers.registry import import_file
-from sitegen.loader import decode_bundle_file
-from sitegen.runview import run_view
-from tests.builders import FIGURES, FIXTURES, NASTY_STRINGS, ROOT, SEEDS, tree_digest
+from sitegen.views.runview import run_view
+from tests.builders import FIGURES, FIXTURES, NASTY_STRINGS, SEEDS, tree_digest
+from tests.sample_site import sample_runs, write_content
 
-BUNDLES = sorted((ROOT / "content" / "runs").glob("*.json"))
-JSON_FILES = [*BUNDLES, FIXTURES / "llm-inference-bench-0.4.18.json"]
-TEXTS = [p.read_bytes() for p in [*SEEDS, *JSON_FILES]]
-DOCS = [json.loads(p.read_text()) for p in JSON_FILES]
+# The sample runs as files written by hand would hold them (indented, so line edits have lines to work on).
+BUNDLES = [json.dumps(json.loads(encode_bundle(bundle)), indent=2).encode() for bundle in sample_runs()]
+JSON_TEXTS = [*BUNDLES, (FIXTURES / "llm-inference-bench-0.4.18.json").read_bytes()]
+TEXTS = [*(p.read_bytes() for p in SEEDS), *JSON_TEXTS]
+DOCS = [json.loads(text) for text in JSON_TEXTS]
 JUNK_NUMBERS = [b"fast", b"-1", b"1e309", b"NaN", b"Infinity", b"0x10", b"1,2", b"", b"9" * 40, b"-0", b"1e-400", "\u00bd".encode(), "\u0661\u0662".encode()]
 # Whole-file problems need no line or field: the file is not JSON at all, or not a format we know.
 WHOLE_FILE = ("invalid JSON", "unknown JSON format")
@@ -219,11 +221,8 @@ def test_cli_import_fails_with_lines_not_tracebacks(work: Path, data: bytes) -> 
 
 @pytest.fixture(scope="module")
 def old_site(work: Path) -> tuple[Path, list[Path]]:
-    """A site built from every committed bundle but the first, the one the mutants are made from."""
-    content = work / "old-content"
-    (content / "runs").mkdir(parents=True)
-    for source in BUNDLES[1:]:
-        shutil.copy(source, content / "runs" / source.name)
+    """A site built from every sample run but the first, the one the mutants are made from."""
+    content = write_content(work / "old", runs=sample_runs()[1:], pages=False)
     build_site(content, work / "old-site")
     return work / "old-site", sorted((content / "runs").iterdir())
 
@@ -233,7 +232,7 @@ def old_site(work: Path) -> tuple[Path, list[Path]]:
 def test_build_with_one_bad_bundle_keeps_the_old_site(work: Path, old_site: tuple[Path, list[Path]], data: bytes) -> None:
     site, good = old_site
     content, out = work / "build-content", work / "build-out"
-    for folder in (content, out):
+    for folder in (content, out, work / ".build-out.sitegen"):
         shutil.rmtree(folder, ignore_errors=True)
     (content / "runs").mkdir(parents=True)
     for source in good:
@@ -241,6 +240,7 @@ def test_build_with_one_bad_bundle_keeps_the_old_site(work: Path, old_site: tupl
     broken = content / "runs" / "broken.json"
     broken.write_bytes(data)
     shutil.copytree(site, out)
+    shutil.copytree(site.parent / f".{site.name}.sitegen", work / ".build-out.sitegen")  # what marks it as sitegen's
     before = tree_digest(out)
     TRIED["inputs"] += 1
     try:
@@ -255,7 +255,7 @@ def test_build_with_one_bad_bundle_keeps_the_old_site(work: Path, old_site: tupl
         assert result.exit_code != 0
         assert result.output.startswith(f"error: {broken}:") and len(result.output.splitlines()) == 1, result.output
         assert tree_digest(out) == before
-        assert not [p for p in work.iterdir() if p.name.startswith(".build-out") and p.name != ".build-out-stage"]  # the kept stage aside
+        assert not [p for p in (work / ".build-out.sitegen").iterdir() if p.name.startswith(("build-", "state-", "old-"))]
     else:
         assert result.exit_code == 0, result.output
 

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from runner.bundle.terminal_text import printable
 from sitegen.build import build_site
-from sitegen.exports import FORMULA_STARTS
+from sitegen.pages.exports import FORMULA_STARTS
 from sitegen.slug import slugify
-from tests.builders import FIGURES, ROOT, block_offsite, serve_folder
+from tests.builders import FIGURES, block_offsite, serve_folder
+from tests.sample_site import MIMO, sample_document
 
 # The first one leads every field of run A (a formula for the CSVs), the last leads run B (a URL scheme).
 HOSTILE = [
@@ -36,19 +38,24 @@ TEXT_FIELDS = {
     "engine": ("name", "version", "quantization", "backend", "repository", "build", "commit"),
     "run": ("served_model", "revision", "benchmark_tool", "decode_test", "prefill_mode"),
 }
-BASE = ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
 SCRIPT_JSON = re.compile(r'<script type="application/json"[^>]*>(.*?)</script>', re.S)
 RENDERED = {"pages": 0}
 
 
 def hostile_bundle(run_id: str, text: str) -> dict:
     """The base bundle with `text` in every string field and a Failed cell whose error is `text`; the model is shared."""
-    data = json.loads(BASE.read_text())
+    data = sample_document(MIMO)
     data.update(id=run_id, model=FORWARD, submitter=text, origin=text, launch_command=text, notes=text)
     for section, keys in TEXT_FIELDS.items():
         data[section].update(dict.fromkeys(keys, text))
     first = data["decode"][0]
     data["decode"][0] = {"context_tokens": first["context_tokens"], "concurrency": first["concurrency"], "status": "Failed", "error": text}
+    # The served facts and the readings of a cell, each of its text fields the text too.
+    data["engine"]["speculative_method"] = text
+    data["launch"] = dict.fromkeys(("ended", "log", "scheduler", "job_id", "node"), text)
+    read = next(cell for cell in data["decode"] if cell["status"] == "Valid")
+    read.update(speculative={"source": text, "acceptance_rate": 0.5}, energy={"source": text, "valid": False, "invalid_reason": text},
+                server={"metrics": "vllm", "endpoints": [{"url": text, "scrapes": 2, "failed": 1}, {"url": "http://b/metrics", "scrapes": 2}]})
     return data
 
 
@@ -108,6 +115,23 @@ def test_downloads_defuse_formulas_and_parse(hostile_site: Path) -> None:
     assert HOSTILE[1] in ET.tostring(feed, encoding="unicode", method="text")
     runs = json.loads((hostile_site / "runs.json").read_text())
     assert {run["model"] for run in runs} == {FORWARD}
+
+
+def test_the_text_page_shows_the_served_facts_and_readings_with_their_controls_as_escapes(hostile_site: Path) -> None:
+    text = (hostile_site / "runs" / "hostile-a" / "index.txt").read_text()
+    for heading in ("How it was served", "Speculative decoding", "Energy", "Metrics endpoints that missed scrapes"):
+        assert f"\n\n{heading}\n\n" in text
+    assert f"Server log: {printable(FORWARD)}\n" in text and f"Invalid: {printable(FORWARD)}" in text
+    assert "\u202e" not in text and "\u2028" not in text, "no control or reordering character reaches the file"
+
+
+@pytest.mark.browser
+def test_the_served_panels_show_hostile_text_literally(page, hostile_server: str) -> None:
+    page.goto(hostile_server + "runs/hostile-a/index.html")
+    for selector in ("section.served", "#speculative", "#energy", "section.endpoints"):
+        shown = page.text_content(selector)
+        assert [s[:40] for s in HOSTILE if s not in shown] == [], selector
+    assert page.evaluate("typeof window.__pwned") == "undefined" and page.console_errors == []
 
 
 @pytest.mark.browser

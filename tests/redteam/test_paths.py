@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from sitegen.cli import main
+from sitegen.content.loader import decode_bundle_file
 from sitegen.errors import InputError
-from sitegen.loader import decode_bundle_file
-from sitegen.staging import Stage
-from tests.builders import FIXTURES, ROOT, SEEDS
+from sitegen.publish.swap import Stage
+from tests.builders import FIXTURES, SEEDS
+from tests.sample_site import MIMO, sample_document, write_content
 
-BUNDLE = ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
 PATH_IDS = [
     "../x", "/abs", "a\\b", "..", ".", "a/b", "\uff52\uff55\uff4e", "run\u2215x", "run\u2024x", "", "a" * 200,
     "Run-1", "run-", "-run", "run x", "run\x00x", "run\nx", "~", "C:\\runs",
@@ -29,7 +28,7 @@ def _files_under(folder: Path) -> set[Path]:
 
 @pytest.mark.parametrize("run_id", PATH_IDS)
 def test_path_like_ids_are_rejected_at_id(run_id: str) -> None:
-    bundle = json.loads(BUNDLE.read_text())
+    bundle = sample_document(MIMO)
     bundle["id"] = run_id
     with pytest.raises(InputError) as caught:
         decode_bundle_file(Path("runs/x.json"), json.dumps(bundle).encode())
@@ -49,14 +48,14 @@ def test_import_refuses_an_id_that_is_a_path(tmp_path: Path, source: Path, run_i
 
 
 def test_build_writes_only_inside_its_output_folder(tmp_path: Path) -> None:
-    content = tmp_path / "content"
-    shutil.copytree(ROOT / "content", content)
+    content = write_content(tmp_path)
     before = _files_under(tmp_path)
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["build", "--content", str(content), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert {p for p in _files_under(tmp_path) - before if out not in p.parents} == set()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["content", "out"]
+    work = tmp_path / ".out.sitegen"  # the build's own files, beside the site
+    assert {p for p in _files_under(tmp_path) - before if out not in p.parents and work not in p.parents} == set()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.sitegen", "content", "out"]
 
 
 @pytest.mark.parametrize("relative", ["../x", "../../etc/passwd", "/etc/passwd", "a/../../x", "runs/../../x"])

@@ -10,22 +10,19 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-import sitegen.staging
+import sitegen.publish.swap
 from sitegen.build import build_site
 from sitegen.errors import InputError
-from sitegen.render import DEFAULT_TEMPLATES
+from sitegen.pages.render import DEFAULT_TEMPLATES
 from tests.builders import ROOT, tree_digest
-
-
-def _content(tmp_path: Path) -> Path:
-    content = tmp_path / "content"
-    shutil.copytree(ROOT / "content", content)
-    return content
+from tests.sample_site import MIMO, PAGES, write_content
 
 
 def _change(content: Path) -> None:
@@ -45,14 +42,15 @@ def _restyled(tmp_path: Path) -> Path:
 
 
 def _leftovers(tmp_path: Path) -> list[str]:
-    """What builds left beside the site, but the one stage kept for the next build (`.site-stage`)."""
-    return sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".site-") and p.name != ".site-stage")
+    """What builds left beside the site, but the stage and state kept for the next build (in `.site.sitegen/`)."""
+    work = tmp_path / ".site.sitegen"
+    return sorted(p.name for p in work.iterdir() if p.name not in ("stage", "state", "kept-state")) if work.is_dir() else []
 
 
 @pytest.fixture
 def sites(tmp_path: Path) -> tuple[Path, Path, dict, dict]:
     """content/ (already changed), site/ (built before the change), and the digests of the old and new sites."""
-    content = _content(tmp_path)
+    content = write_content(tmp_path)
     out = tmp_path / "site"
     build_site(content, out)
     old = tree_digest(out)
@@ -87,6 +85,72 @@ def test_sigkill_at_any_moment_leaves_the_old_or_the_new_site_and_the_next_build
     print("killed builds left:", found)
 
 
+# A build killed with processes it forked still running: one of them holds its stage and state folders
+# (it inherited their locks), as the beside process or a render worker does until it ends.
+KILLED_WITH_A_FORKED_PROCESS = """
+import os, sys
+from pathlib import Path
+import sitegen.publish.swap
+from sitegen.build import build_site
+
+def killed(*args):
+    if os.fork() == 0:
+        sys.stdin.read()  # lives on until the test lets it end
+        os._exit(0)
+    os._exit(9)  # as SIGKILL would: no clean-up runs
+
+sitegen.publish.swap.record_inodes = killed
+build_site(Path(sys.argv[1]), Path(sys.argv[2]))
+"""
+
+
+def _waited_on(folder: Path) -> bool:
+    """Whether a process waits for the lock on a folder (a blocked waiter, "->", in /proc/locks)."""
+    inode = f":{folder.stat().st_ino}"
+    lines = map(str.split, Path("/proc/locks").read_text().splitlines())
+    return any("->" in fields and any(field.endswith(inode) for field in fields) for fields in lines)
+
+
+def _release_once_waited_on(folder: Path, release: Callable[[], None], done: threading.Event, seen: list[bool]) -> None:
+    """Let the killed build's process end once a build waits for the folder it holds (or once that build is done)."""
+    try:
+        while not done.wait(0.01):
+            if _waited_on(folder):
+                seen.append(True)
+                return
+    finally:
+        release()
+
+
+@pytest.mark.skipif(not Path("/proc/locks").is_file(), reason="needs /proc/locks to see a build wait for a lock")
+def test_a_build_after_a_killed_one_waits_for_its_forked_processes_and_takes_up_its_folders(
+        sites: tuple[Path, Path, dict, dict], tmp_path: Path) -> None:
+    """The race of the SIGKILL test made certain: the next build starts while the killed build's forked
+    process still holds its folders; it waits for that process, rather than leave them as a running build's."""
+    content, out, old, new = sites
+    work = tmp_path / ".site.sitegen"
+    with (tmp_path / "killed.err").open("w") as errors:
+        killed = subprocess.Popen([sys.executable, "-c", KILLED_WITH_A_FORKED_PROCESS, str(content), str(out)], cwd=ROOT,
+                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors)
+    assert killed.stdin is not None
+    done, seen = threading.Event(), []
+    try:
+        assert killed.wait() == 9, (tmp_path / "killed.err").read_text()
+        [held] = work.glob("build-*")
+        assert len(list(work.glob("state-*"))) == 1 and tree_digest(out) == old
+        releaser = threading.Thread(target=_release_once_waited_on, args=(held, killed.stdin.close, done, seen))
+        releaser.start()
+        try:
+            build_site(content, out)
+        finally:
+            done.set()
+            releaser.join()
+    finally:
+        killed.stdin.close()  # (closed already where the releaser ran)
+    assert tree_digest(out) == new and sorted(p.name for p in work.iterdir()) == ["kept-state", "stage", "state"]
+    assert seen == [True]  # the build waited for the killed build's process
+
+
 def test_an_error_while_publishing_keeps_the_old_site_and_the_next_build_works(
         sites: tuple[Path, Path, dict, dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file of the old site that cannot be linked or copied (as with `chattr +i`) fails the build in one line."""
@@ -98,11 +162,10 @@ def test_an_error_while_publishing_keeps_the_old_site_and_the_next_build_works(
             raise PermissionError(errno.EPERM, "Operation not permitted", str(source))
         return real_copy(source, target, **kwargs)
 
-    (content / "pages" / "20-methodology.md").write_text((ROOT / "content" / "pages" / "20-methodology.md").read_text())
-    (content / "runs" / "extra.json").write_text(
-        (content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text().replace('"mimo-v2-6-flash-rl-h200-nvl-x2"', '"extra"', 1))
-    monkeypatch.setattr(sitegen.staging.os, "link", lambda *a, **k: (_ for _ in ()).throw(OSError(errno.EPERM, "no")))
-    monkeypatch.setattr(sitegen.staging.shutil, "copyfile", refuse)
+    (content / "pages" / "20-methodology.md").write_text(PAGES["20-methodology.md"])
+    (content / "runs" / "extra.json").write_text((content / "runs" / f"{MIMO}.json").read_text().replace(f'"{MIMO}"', '"extra"', 1))
+    monkeypatch.setattr(sitegen.publish.swap.os, "link", lambda *a, **k: (_ for _ in ()).throw(OSError(errno.EPERM, "no")))
+    monkeypatch.setattr(sitegen.publish.swap.shutil, "copyfile", refuse)
     with pytest.raises(InputError) as failed:
         build_site(content, out)
     assert "cannot write the site: Operation not permitted" in failed.value.line()
@@ -116,19 +179,18 @@ def test_an_error_while_publishing_keeps_the_old_site_and_the_next_build_works(
 def test_ctrl_c_while_publishing_keeps_the_old_site(sites: tuple[Path, Path, dict, dict], tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     content, out, old, new = sites
-    real_reuse = sitegen.staging.Stage.reuse
+    real_reuse = sitegen.publish.swap.Stage.reuse
     calls = []
 
-    def interrupted(self: sitegen.staging.Stage, relative: str, published: Path) -> None:
+    def interrupted(self: sitegen.publish.swap.Stage, relative: str, published: Path) -> None:
         calls.append(relative)
         if len(calls) == 3:
             raise KeyboardInterrupt
         real_reuse(self, relative, published)
 
-    (content / "pages" / "20-methodology.md").write_text((ROOT / "content" / "pages" / "20-methodology.md").read_text())
-    (content / "runs" / "extra.json").write_text(
-        (content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text().replace('"mimo-v2-6-flash-rl-h200-nvl-x2"', '"extra"', 1))
-    monkeypatch.setattr(sitegen.staging.Stage, "reuse", interrupted)
+    (content / "pages" / "20-methodology.md").write_text(PAGES["20-methodology.md"])
+    (content / "runs" / "extra.json").write_text((content / "runs" / f"{MIMO}.json").read_text().replace(f'"{MIMO}"', '"extra"', 1))
+    monkeypatch.setattr(sitegen.publish.swap.Stage, "reuse", interrupted)
     with pytest.raises(KeyboardInterrupt):
         build_site(content, out)
     assert tree_digest(out) == old and _leftovers(tmp_path) == []
@@ -138,12 +200,12 @@ def test_ctrl_c_while_publishing_keeps_the_old_site(sites: tuple[Path, Path, dic
 
 
 def test_a_stale_build_folder_is_removed_and_a_running_builds_is_not(tmp_path: Path) -> None:
-    content = _content(tmp_path)
+    content = write_content(tmp_path)
     stale = tmp_path / ".site-build-killed"
     (stale / "runs").mkdir(parents=True)
     live = tmp_path / ".site-build-live"
     live.mkdir()
-    held = sitegen.staging._lock(live)
+    held = sitegen.publish.swap._lock(live)
     try:
         build_site(content, tmp_path / "site")
     finally:
@@ -152,11 +214,11 @@ def test_a_stale_build_folder_is_removed_and_a_running_builds_is_not(tmp_path: P
 
 
 def test_a_rebuild_restores_a_file_deleted_from_the_site(tmp_path: Path) -> None:
-    content = _content(tmp_path)
+    content = write_content(tmp_path)
     out = tmp_path / "site"
     build_site(content, out)
     before = tree_digest(out)
-    for name in ("runs/mimo-v2-6-flash-rl-h200-nvl-x2/index.txt", "index.html", "static/plotly-basic.min.js"):
+    for name in (f"runs/{MIMO}/index.txt", "index.html", "static/plotly-basic.min.js"):
         (out / name).unlink()
     build_site(content, out)
     assert tree_digest(out) == before
@@ -171,7 +233,7 @@ def _tmpfs(folder: Path, size: str) -> bool:
 @pytest.mark.parametrize("disk", ["tmpfs", "patched"])
 def test_a_full_disk_during_a_build_is_one_line_and_keeps_the_old_site(tmp_path: Path, disk: str,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    content = _content(tmp_path)
+    content = write_content(tmp_path)
     root = tmp_path / "disk"
     if disk == "tmpfs":
         built = tmp_path / "measure"
@@ -187,13 +249,14 @@ def test_a_full_disk_during_a_build_is_one_line_and_keeps_the_old_site(tmp_path:
         old = tree_digest(out)
         templates = _restyled(tmp_path)
         if disk == "patched":
-            def full(self: sitegen.staging.Stage, relative: str, source: Path) -> None:
+            def full(self: sitegen.publish.swap.Stage, relative: str, source: Path) -> None:
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path(relative)))
-            monkeypatch.setattr(sitegen.staging.Stage, "copy", full)
+            monkeypatch.setattr(sitegen.publish.swap.Stage, "copy", full)
         with pytest.raises(InputError) as failed:
             build_site(content, out, templates)
         assert "cannot write the site: No space left on device" in failed.value.line()
-        assert tree_digest(out) == old and sorted(p.name for p in root.iterdir()) == ["site"]
+        assert tree_digest(out) == old and sorted(p.name for p in root.iterdir()) == [".site.sitegen", "site"]
+        assert sorted(p.name for p in (root / ".site.sitegen").iterdir()) == ["kept-state", "state"]
     finally:
         if disk == "tmpfs":
             subprocess.run(["umount", str(root)], check=True)
@@ -205,8 +268,8 @@ def _chattr(flag: str, path: Path) -> bool:
 
 def test_the_reported_chattr_case_publishes_every_page_and_the_next_build_works(tmp_path: Path) -> None:
     """The issue's steps, with 40 runs: a run folder made immutable, a content page changed, two builds."""
-    content = _content(tmp_path)
-    source = json.loads((content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_text())
+    content = write_content(tmp_path)
+    source = json.loads((content / "runs" / f"{MIMO}.json").read_text())
     for number in range(40):
         source["id"] = f"run-{number:04d}"
         (content / "runs" / f"run-{number:04d}.json").write_text(json.dumps(source))
@@ -221,7 +284,7 @@ def test_the_reported_chattr_case_publishes_every_page_and_the_next_build_works(
         pages = list(out.rglob("index.html"))
         assert len(pages) > 40 and all("Changed " in p.read_text() for p in pages)
     finally:
-        for path in [stuck, *tmp_path.glob(".site-*/runs/run-0030")]:  # the old site, left aside or kept, holds it now
+        for path in [stuck, *tmp_path.glob(".site.sitegen/*/runs/run-0030")]:  # the old site, left aside or kept, holds it now
             _chattr("-i", path)
     build_site(content, out)  # and the old site left aside goes now
     assert _leftovers(tmp_path) == []

@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner, Result
 
 import runner.journal
-from runner.bundle.schema import decode_bundle
+from runner.bundle.schema import decode_bundle, encode_bundle
 from runner.cli import main
 from runner.journal import journal_path
 from runner.simulator import SimConfig, running_simulator
-from tests.builders import ROOT
+from tests.builders import ROOT, make_bundle
 from tests.engines.scripted_server import JSON, scripted
 
 QUICK = ["--contexts", "1K", "--prefill-contexts", "1K", "--concurrency", "1", "--duration", "0.2", "--max-output", "8"]
@@ -107,7 +107,7 @@ def test_junk_model_lists_are_one_line(models: bytes) -> None:
 
 def test_measure_refuses_to_overwrite_a_bundle_without_a_journal_unless_told(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
-    original = (ROOT / "content" / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json").read_bytes()
+    original = encode_bundle(make_bundle())
     out.write_bytes(original)
     with running_simulator(SimConfig(max_model_len=4096)) as server:
         refused = invoke("measure", "--base-url", server.base_url, "--out", str(out), *QUICK)
@@ -199,7 +199,7 @@ def test_a_real_full_disk_during_a_run_is_one_line_and_leaves_no_temporary_file(
             result = invoke("measure", "--base-url", server.base_url, "--out", str(out), "--contexts", "1K,2K",
                             "--prefill-contexts", "1K,2K", "--concurrency", "1,2,3,4", "--duration", "0.1", "--max-output", "8")
         assert_one_error(result, "No space left on device", progress=True)
-        assert sorted(p.name for p in disk.iterdir()) == ["run.journal.jsonl", "run.json"]
+        assert sorted(p.name for p in disk.iterdir()) == ["run.journal.jsonl", "run.json", "run.requests.jsonl.gz"]
     finally:
         subprocess.run(["umount", str(disk)], check=True)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import random
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,8 @@ from runner.cli import main as runner_main
 from runner.journal import journal_path
 from sitegen.build import build_site
 from sitegen.cli import main as sitegen_main
-from tests.builders import FIGURES, ROOT, SEEDS
+from tests.builders import FIGURES, SEEDS
+from tests.sample_site import write_content
 
 _chance = random.Random(1313)
 _PREFIXES = ["", "api", "hf", "s3", "aws", "db", "admin", "openai", "my.service"]
@@ -101,8 +101,7 @@ def _leaks(folder: Path) -> dict[str, list[str]]:
 
 def test_no_form_reaches_any_file_the_runner_or_sitegen_writes(tmp_path: Path) -> None:
     """One simulated run with the whole corpus as its launch command and in its notes, then a site built from it."""
-    content = tmp_path / "content"
-    shutil.copytree(ROOT / "content" / "pages", content / "pages")
+    content = write_content(tmp_path, runs=())
     out = content / "runs" / "corpus.json"
     result = CliRunner().invoke(runner_main, [
         "simulate", "--out", str(out), "--launch-command", COMMAND, "--contexts", "1K", "--prefill-contexts", "1K",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,8 @@ from click.testing import CliRunner
 
 from sitegen.build import build_site
 from sitegen.cli import main
-from tests.builders import ROOT, SEEDS
+from tests.builders import SEEDS
+from tests.sample_site import MIMO, write_content
 
 SECRETS = {
     "--api-key sk-live-0123456789": "sk-live-0123456789",
@@ -24,9 +24,8 @@ SECRETS = {
 
 @pytest.mark.parametrize(("command", "secret"), SECRETS.items())
 def test_build_redacts_a_committed_secret_everywhere(tmp_path: Path, command: str, secret: str) -> None:
-    content = tmp_path / "content"
-    shutil.copytree(ROOT / "content", content)
-    path = content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
+    content = write_content(tmp_path)
+    path = content / "runs" / f"{MIMO}.json"
     bundle = json.loads(path.read_text())
     bundle["launch_command"] = f"vllm serve model {command} --port 8000"
     path.write_text(json.dumps(bundle))
@@ -46,9 +45,8 @@ def test_import_redacts_the_launch_command_option(tmp_path: Path, command: str, 
 
 
 def test_secrets_in_error_reasons_and_notes_are_redacted(tmp_path: Path) -> None:
-    content = tmp_path / "content"
-    shutil.copytree(ROOT / "content", content)
-    path = content / "runs" / "mimo-v2-6-flash-rl-h200-nvl-x2.json"
+    content = write_content(tmp_path)
+    path = content / "runs" / f"{MIMO}.json"
     bundle = json.loads(path.read_text())
     bundle["notes"] = "measured through https://user:hunter2@api.example.com/v1"
     bundle["decode"][2].update(status="Failed", error="HTTP 401 from https://x/v1?api_key=sk-abcdefghijklmnopqrstuv")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.client import MAX_LINE_BYTES, Client, Trace
+from runner.client import Client, Trace
+from runner.client.wire import MAX_LINE_BYTES
 from runner.errors import RequestFailed
 from tests.builders import FAULT_SIM, measure_with_faults, read_bundle
 from tests.engines.scripted_server import JSON, MODELS, chunk, every, scripted
