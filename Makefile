@@ -9,18 +9,26 @@ export LLAMA_CPP_BUILD_JOBS ?= 2
 .PHONY: site test install install-test serve engines-vllm engines-sglang
 
 # The editable install is a plain path entry (setuptools' compat mode), not an import hook that
-# every Python start loads (10 to 20 ms), and gets no bytecode from pip; where PYTHONDONTWRITEBYTECODE
-# is set Python never writes it: compiled here, each sitegen command starts 90 ms sooner.
+# every Python start loads, and gets no bytecode from pip; where PYTHONDONTWRITEBYTECODE is set
+# Python never writes it: compiled here, each sitegen command starts without compiling its modules.
 EDITABLE := --config-settings editable_mode=compat
 install:
 	$(PIP) install -q -e . $(EDITABLE)
 	$(PYTHON) -m compileall -q sitegen runner >/dev/null
 
-install-test:
+install-test: node_modules/axe-core/axe.min.js
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core; }
 	@command -v tmux >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux; }
+	@bash scripts/install-slurm.sh
 	$(PIP) install -q -e '.[test]' $(EDITABLE)
 	$(PYTHON) -m compileall -q sitegen runner >/dev/null
+
+# axe-core, which the accessibility tests inject into the built pages, from npm at the version
+# package-lock.json pins, into node_modules/ (git-ignored); installed again only when the lock changes.
+node_modules/axe-core/axe.min.js: package.json package-lock.json
+	@command -v npm >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; }
+	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	@touch $@
 
 site: install
 	sitegen build --content content --out site

@@ -3,10 +3,10 @@
 ext4 mounted without a journal (as this project's development machines are: /proc/fs/jbd2 is empty)
 will not reuse an inode for a minute after it was freed (six while its inode table block is dirty),
 and each new file's inode search steps over every such inode (`recently_deleted` in the kernel's
-ialloc.c). Right after a 10,000-run site (65,000 files) is deleted, each file created costs 0.5 to
-1.2 ms of system time instead of 25 to 70 µs: a cold build timed then measures the deletion, not the
-build (35 to 60 s where a build on a settled disk takes 26 s). So a benchmark deletes nothing it made
-until its last timed build (`Trash`), and waits for the disk to settle before timing (`settle`).
+ialloc.c). Right after a 10,000-run site (65,000 files) is deleted, each file created costs many
+times its usual system time: a cold build timed then measures the deletion, not the build (the
+figures are in benchmarks/HISTORY.md). So a benchmark deletes nothing it made until its last timed
+build (`Trash`), and waits for the disk to settle before timing (`settle`).
 In a journalled ext4 (the usual mount) the kernel skips this check and such waits cost nothing.
 """
 
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 PROBE_FILES = 300
-SETTLED_US = 80.0  # a file's creation on a settled disk here: 25 to 70 µs; 0.5 to 1.2 ms after a mass delete
+SETTLED_US = 80.0  # above a file's creation on a settled disk, far below it after a mass delete
 MAX_WAIT_S = 420.0  # the kernel's longest wait (six minutes) and a probe's margin
 
 

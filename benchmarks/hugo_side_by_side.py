@@ -8,7 +8,7 @@ What the default compares (the same pages): Hugo gets each run's page view as JS
 taken from sitegen's own views (run_view, capacity_view, tail_view, the chart data, the
 comparison partners, the Reproduce block, the CSV fields and the picker record), a page per
 comparison sitegen writes (compare_view.compare_page), and the listings' views (index, model and
-GPU pages, picker; captured from sitegen.listings). The layouts in benchmarks/hugo/ render them
+GPU pages, picker; captured from sitegen.pages.listings). The layouts in benchmarks/hugo/ render them
 into the same files: the run page, its index.txt, measurements.csv and picker.js (output formats),
 bundle.json (a page resource), the comparison pages (each run's decode section rendered once per
 compactness by partialCached, as sitegen renders it once) and the listings. The files sitegen
@@ -18,12 +18,12 @@ tools write the same files. The layouts are translations of templates/: `--check
 varied to show every section and markup-like text and diffs every file Hugo renders against
 sitegen's, so a template change that the layouts miss shows up there.
 
-`--light` is the earlier, lighter comparison (issue 10's first figures): Hugo renders only the
+`--light` is the earlier, lighter comparison (benchmarks/HISTORY.md): Hugo renders only the
 title, the decode matrix and the facts tables per run, and a list page, against sitegen's whole site.
 
 Either way both tools build alternately, each into a fresh folder, `--repeat` times; only the
 builds are timed, not the preparation. It prints the median wall and CPU seconds of each, the
-pages (.html) and files each wrote, and the ratios. Target (issue 10): at 1,000 runs sitegen's
+pages (.html) and files each wrote, and the ratios. Target (docs/scale.md): at 1,000 runs sitegen's
 wall time no slower than Hugo's. The machine is shared: the load average is printed with the figures.
 """
 
@@ -51,19 +51,20 @@ from site_build import ROOT, make_content  # noqa: E402
 
 from runner.bundle.display import PAGE_TEXT  # noqa: E402
 from runner.bundle.schema import Bundle  # noqa: E402
-from sitegen import charts, exports, listings, runview  # noqa: E402
-from sitegen.capacity import capacity_view  # noqa: E402
-from sitegen.catalog import scan  # noqa: E402
-from sitegen.compare import compare_slug, related_pairs  # noqa: E402
-from sitegen.compare_view import compare_page, picker_script  # noqa: E402
-from sitegen.content_pages import load_pages  # noqa: E402
-from sitegen.context import Site  # noqa: E402
-from sitegen.index_view import COLUMNS  # noqa: E402
-from sitegen.loader import load_bundle  # noqa: E402
-from sitegen.render import SITE_NAME, settings_line  # noqa: E402
-from sitegen.runview import run_view  # noqa: E402
-from sitegen.tail_view import tail_view  # noqa: E402
+from sitegen.content.catalog import piece_positions, scan  # noqa: E402
+from sitegen.content.loader import load_bundle  # noqa: E402
+from sitegen.content.markdown import load_pages  # noqa: E402
+from sitegen.figures.compare import compare_slug, related_pairs  # noqa: E402
+from sitegen.pages import exports, listings, registry  # noqa: E402
+from sitegen.pages.context import Site  # noqa: E402
+from sitegen.pages.render import SITE_NAME, settings_line  # noqa: E402
 from sitegen.urls import Page, compare_file, run_dir  # noqa: E402
+from sitegen.views import charts, runview  # noqa: E402
+from sitegen.views.capacity_view import capacity_view  # noqa: E402
+from sitegen.views.compare_view import compare_page, picker_script  # noqa: E402
+from sitegen.views.index_view import COLUMNS  # noqa: E402
+from sitegen.views.runview import run_view  # noqa: E402
+from sitegen.views.tail_view import tail_view  # noqa: E402
 
 LAYOUTS = Path(__file__).resolve().parent / "hugo" / "layouts"
 # What Hugo renders in each run folder (the rest of the folder, bundle.json, is a page resource).
@@ -170,9 +171,10 @@ class Listings:
     def __init__(self, content: Path) -> None:
         self.pages: list[tuple[str, Page, dict]] = []
         runs = content / "runs"
-        entries = scan(runs, {})
+        pieces = registry.pieces()
+        entries = scan(runs, {}, pieces=pieces)
         site = Site(runs=runs, entries=entries, pages=load_pages(content / "pages") if (content / "pages").is_dir() else [],
-                    pairs=[], env=None, code="")  # type: ignore[arg-type]  # nothing is rendered
+                    pairs=[], env=None, code="", positions=piece_positions(pieces))  # type: ignore[arg-type]  # nothing is rendered
         real = listings.write_page
         listings.write_page = lambda stage, site, template, target, **view: self.pages.append((template, target, view))
         try:
@@ -212,7 +214,7 @@ class _Discard:
 class _Nothing:
     """A build plan in which nothing is unchanged."""
 
-    def unchanged(self, output: str, key: str) -> bool:
+    def unchanged(self, output: object) -> bool:
         return False
 
 

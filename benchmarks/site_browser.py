@@ -6,7 +6,7 @@ and drives Debian's chromium headless through Playwright. It prints, per site, m
 `--repeat` fresh page loads, the sites taking turns so that the machine's drift falls on each
 alike: the index opened (navigation start to the load event), one sort
 click until the rows are drawn (the first click, which may load the data chunks, and a second),
-a run page opened, and the bytes of script a first visit to a run page loads. Targets (issue 10):
+a run page opened, and the bytes of script a first visit to a run page loads. Targets (docs/scale.md):
 at 10,000 runs the index opens within 1.5x the 3-run site's time and a sort takes at most 2x (or
 200 ms). The machine is shared: figures are noisy.
 """
@@ -31,7 +31,7 @@ from site_build import ROOT, make_content
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
-TIMEOUT_MS = 180_000  # a 40 MB index takes tens of seconds to open on a busy machine
+TIMEOUT_MS = 180_000  # an index that holds every run (as --code with an older checkout may build) opens slowly
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 # Click a sort button, then wait until the listing is drawn (it may first load its data) and painted.
 SORT_CLICK = """async () => {

@@ -2,7 +2,7 @@
 
 Synthesizes runs from the committed bundles in content/runs (ids, ~30 models, 8 GPUs, numbers
 scaled by seeded random factors), builds them with `python -m sitegen build` in a fresh process,
-and prints the figures of issue 10's table against its targets: cold build (wall and CPU),
+and prints the figures of docs/scale.md's table against its targets: cold build (wall and CPU),
 peak memory (the proportional set size of the build and its workers, summed), index.html,
 the compare picker, pages written and disk used, and the incremental build after one bundle
 changes (the first rebuild after a cold build, which has no kept stage yet, apart from the median
@@ -46,11 +46,10 @@ GPUS = (
 FASTER = ("total_tok_s", "per_request_tok_s", "prompt_tok_s")  # scaled by the run's speed factor
 SLOWER = ("ttft_ms", "tbt_ms")  # scaled by its inverse
 COUNTS = ("output_tokens",)
-# How often the build's memory is sampled: reading smaps_rollup walks each process's page tables (9 ms,
-# 6 of them system time, for a 1,000-run build and its workers), so sampling every 50 ms took a fifth
-# of a core from a build on 2 cores.
+# How often the build's memory is sampled: reading smaps_rollup walks each process's page tables, so
+# sampling much more often takes a noticeable share of a core from the build it measures.
 SAMPLE_S = 0.5
-# Issue 10's targets at 10,000 runs (the incremental one at any count).
+# docs/scale.md's targets at 10,000 runs (the incremental one at any count).
 TARGETS = {"cold_s": 25.0, "peak_mb": 500.0, "index_kb": 250.0, "incremental_s": 1.0}
 
 
@@ -76,7 +75,7 @@ def synthesize(base: dict, index: int, rng: random.Random) -> dict:
     model = f"{FAMILIES[index % len(FAMILIES)]}-{QUANTIZATIONS[index // len(FAMILIES) % len(QUANTIZATIONS)]}"
     gpu, vram = rng.choice(GPUS)
     count = rng.choice((1, 2, 4, 8))
-    measured = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=rng.randrange(365 * 24 * 60))
+    measured = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=rng.randrange(365 * 24 * 60))  # a past year: the loader refuses future dates
     bundle.update(id=slug(f"{model}-{gpu}-x{count}-{index:05d}"), model=model, measured_at=measured.isoformat().replace("+00:00", "Z"))
     bundle["hardware"].update(gpu=gpu, vram_per_gpu_gb=vram, gpu_count=count)
     factor = rng.uniform(0.3, 3.0)
@@ -216,7 +215,9 @@ def measure(args: argparse.Namespace, work: Path) -> None:
     """Build cold (median of --repeat), rebuild after one bundle changes (the first, then median of 3), print.
 
     Nothing is deleted before a timed build (benchmarks/disk.py): each cold build goes into a folder of
-    its own, what an earlier run left is moved aside, and all of it is deleted once the figures are printed.
+    its own (the last one into the site's, where the rebuilds find what it kept beside it: a site
+    moved elsewhere is another folder, built whole), what an earlier run left is moved aside, and all
+    of it is deleted once the figures are printed.
     """
     at_scale = args.runs >= 10_000
     trash = Trash(work)
@@ -224,20 +225,19 @@ def measure(args: argparse.Namespace, work: Path) -> None:
     out = work / "site"
     for leftover in [*work.glob("cold-*"), *work.glob("cold")]:
         trash.put(leftover)
+    if args.repeat:  # the site before, and what its builds kept beside it (the last cold build goes in its place)
+        for leftover in [out, *work.glob(".site-*"), *work.glob(".site.sitegen")]:
+            trash.put(leftover)
     disk = [settle(work)]
     warm(work / "content")
     colds = []
     for i in range(args.repeat):
         if i:  # the build before flushed and the disk settled again, so that no build pays for another's writes
             disk.append(settle(work))
-        colds.append(Build(args.code, work / "content", work / f"cold-{i}" / "site"))
-    if colds:
-        for leftover in [out, *work.glob(".site-*")]:  # the site before, and the stage it kept beside it
-            trash.put(leftover)
-        os.replace(work / f"cold-{args.repeat - 1}" / "site", out)
-    elif not out.is_dir():
-        raise SystemExit(f"--repeat 0 needs a site built in {out}")
-    else:
+        colds.append(Build(args.code, work / "content", out if i == args.repeat - 1 else work / f"cold-{i}" / "site"))
+    if not colds:
+        if not out.is_dir():
+            raise SystemExit(f"--repeat 0 needs a site built in {out}")
         Build(args.code, work / "content", out)  # untimed: brings the site to this code
     incremental = []
     for path in random.Random(args.seed).sample(bundles, 4):

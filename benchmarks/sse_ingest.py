@@ -24,7 +24,9 @@ import msgspec
 from client_ingest import _clip, paced_source
 
 from runner.cell import decode_figures
-from runner.client import MAX_LINE_BYTES, Client, Trace, _chunk_decoder
+from runner.client import Client, Trace
+from runner.client.trace import chunk_decoder, take_chunk
+from runner.client.wire import MAX_LINE_BYTES
 from runner.errors import RequestFailed
 
 SETTLE_S = 1.0
@@ -51,7 +53,7 @@ class HandParsed(Client):
                 if payload == b"[DONE]":
                     trace.finished = True
                     return
-                self._take(_chunk_decoder.decode(payload), trace, now, expect_model)
+                take_chunk(chunk_decoder.decode(payload), trace, now, expect_model)
             if limit is not None and now - trace.last_seen > limit:
                 raise RequestFailed("stalled")
 
