@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 # The simulator as a launched server, the way a user starts it.
 SIMULATOR = f"{sys.executable} -m runner simulate --serve-only --port {{port}}"
@@ -98,8 +99,9 @@ class RunnerProcess:
     def __init__(self, args: list[str], cwd: Path) -> None:
         self.lines: list[str] = []
         self._measured = threading.Event()
+        # faulthandler: a runner that does not end prints its threads' stacks on SIGABRT (see stuck)
         self.process = subprocess.Popen([sys.executable, "-m", "runner", *args], cwd=cwd, stderr=subprocess.PIPE,
-                                        text=True, preexec_fn=terminal_signals)
+                                        text=True, preexec_fn=terminal_signals, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -112,16 +114,27 @@ class RunnerProcess:
 
     def wait_for_first_point(self, timeout: float = 180) -> None:
         """Until the first point is measured: the server is up and answering."""
-        assert self._measured.wait(timeout), "\n".join(self.lines)
+        if not self._measured.wait(timeout):
+            self.stuck(f"no point measured within {timeout:g} s")
+
+    def stuck(self, why: str) -> NoReturn:
+        """Fail the test with the runner's output and, from faulthandler, where each of its threads was."""
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGABRT)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._reader.join(timeout=10)
+        raise AssertionError(why + ":\n" + "\n".join(self.lines))
 
     def interrupt(self, which: signal.Signals, timeout: float = 90) -> int:
         """Send `which`; the exit status once the runner has ended and its stderr is read to the end."""
         self.process.send_signal(which)
         try:
             status = self.process.wait(timeout)
-        finally:
-            if self.process.poll() is None:
-                self.process.kill()
-                self.process.wait()
+        except subprocess.TimeoutExpired:
+            self.stuck(f"still running {timeout:g} s after {which.name}")
         self._reader.join(timeout=10)
         return status

@@ -18,8 +18,8 @@ import signal
 import socket
 import stat
 import subprocess
-import tempfile
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet.slurm_cluster import MARKER, Cluster, processes_marked, parse_scontrol_line, slurm_cluster
+from tests.fleet.slurm_cluster import MARKER, Cluster, parse_scontrol_line, processes_marked, slurm_cluster
 
 # Where Debian's packages keep their own state: a test cluster must write nothing there.
 PACKAGE_PLACES = ("/etc/slurm", "/var/lib/slurm", "/var/log/slurm", "/var/spool/slurmd", "/var/spool/slurmctld", "/run/slurm", "/run/slurmctld", "/run/slurmd", "/var/lib/munge", "/var/log/munge", "/run/munge", "/etc/munge")
