@@ -193,6 +193,25 @@ def check_command(paths: tuple[Path, ...], allowed_signers: Path | None) -> None
     sys.exit(run_check(paths or (Path("content"),), allowed_signers))
 
 
+@main.command("files")
+@click.option("--out", "out", type=click.Path(path_type=Path), default=Path("site"), show_default=True, help="The built site.")
+@click.option("--since", "since", type=click.Path(path_type=Path), default=None,
+              help="A listing this command printed for an earlier upload: print what changed since instead.")
+def files_command(out: Path, since: Path | None) -> None:
+    """List the built site's files, each with the key of the output it belongs to (`key<TAB>path`);
+    with --since, `+ path` for each file to upload and `- path` for each to delete. Same key, same bytes."""
+    from sitegen.publish.listing import changes, format_listing, published_listing, read_listing
+
+    try:
+        listing = published_listing(out)
+        if since is None:
+            click.echo(format_listing(listing), nl=False)
+        else:
+            click.echo("".join(f"{line}\n" for line in changes(read_listing(since), listing)), nl=False)
+    except (InputError, UsageError) as exc:
+        _fail([str(exc)])
+
+
 @main.command("schema")
 def schema_command() -> None:
     """Print the bundle's JSON Schema."""
