@@ -13,6 +13,7 @@ from runner.bundle.schema import Bundle
 from sitegen.errors import InputError
 from sitegen.pages import cell_texts
 from sitegen.views import runview
+from sitegen.views.index_view import LISTED_BY
 from sitegen.views.serving_view import SERVING_TEXT
 
 DEFAULT_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
@@ -38,6 +39,7 @@ def make_environment(templates: Path) -> jinja2.Environment:
     env.globals["page_text"] = PAGE_TEXT  # the fixed words of #matrix, which the page importer finds again
     env.globals["serving_text"] = SERVING_TEXT  # the fixed words of the served, speculative, energy and endpoint panels
     env.globals["cells"] = _cell_macros(env, templates)
+    env.globals["listed_by"] = LISTED_BY
     return env
 
 

@@ -33,6 +33,9 @@ COLUMNS = (
     ("per_gpu", "Peak tok/s per GPU", "number"), ("prefill_8k", "Prefill tok/s at 8K", "number"),
     ("acceptance", "Mean acceptance length", "number"), ("verification", "Verification", "text"),
 )
+# The column whose descending order is a listing's own (newest first, as newest_first orders): its
+# header says so before any click.
+LISTED_BY = "date"
 _ROOT = Urls(0)  # the cells' links are relative to the site root
 # Columns a listing shows only when one of its runs has the figure: a speculative decoding figure would be
 # "—" in every row of most listings.

@@ -200,7 +200,7 @@
       var button = el("button", label, "sort");
       button.type = "button";
       th.appendChild(button);
-      th.setAttribute("aria-sort", "none");
+      if (!th.hasAttribute("aria-sort")) th.setAttribute("aria-sort", "none");  // the page says which order it is in
       th.addEventListener("click", function (event) { if (event.target === th) button.click(); });  // the whole cell sorts
       button.addEventListener("click", function () {
         // Numbers start biggest first, text A to Z; a second click reverses.

@@ -240,10 +240,13 @@ def test_a_keyboard_sorts_the_listing_and_the_header_says_its_order(page, server
     outside = block_offsite(page, server)
     page.goto(server + "index.html")
     header = "#runs-table thead th[data-key=peak]"
+    date = "#runs-table thead th[data-key=date]"
+    assert page.get_attribute(date, "aria-sort") == "descending", "the listing opens newest first, and says so"
     assert page.get_attribute(header, "aria-sort") == "none"
     _tab_to(page, f"{header} button")
     page.keyboard.press("Enter")
     assert page.get_attribute(header, "aria-sort") == "descending"
+    assert page.get_attribute(date, "aria-sort") == "none"
     peaks = _peaks(page)
     assert peaks == sorted(peaks, reverse=True) and len(peaks) > 3
     page.keyboard.press("Space")
