@@ -7,6 +7,8 @@ build ignores one, so a misspelt figure would vanish from the page without a wor
 
 from __future__ import annotations
 
+import functools
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +69,25 @@ def unknown_fields(raw: Any, value: Any, where: str) -> list[str]:
     if isinstance(value, msgspec.Struct) and isinstance(raw, dict):
         names = value.__struct_fields__
         found += [f"{where}.{key}" for key in raw if key not in names]
-        for name in names:
+        for name in _nested(type(value)):
             if name in raw:
                 found += unknown_fields(raw[name], getattr(value, name), f"{where}.{name}")
     elif isinstance(value, list) and isinstance(raw, list):
         for index, (item, decoded) in enumerate(zip(raw, value)):
             found += unknown_fields(item, decoded, f"{where}[{index}]")
     return found
+
+
+@functools.cache
+def _nested(kind: type[msgspec.Struct]) -> tuple[str, ...]:
+    """The fields of a Struct type whose values can hold a Struct: the only ones that can hide an unknown
+    key, so a list of numbers is never walked."""
+    hints = typing.get_type_hints(kind)
+    return tuple(name for name in kind.__struct_fields__ if _holds_struct(hints[name]))
+
+
+def _holds_struct(hint: Any) -> bool:
+    """Whether a type (a Struct, or a list, union or dict of one, at any depth) can hold a Struct."""
+    if isinstance(hint, type) and issubclass(hint, msgspec.Struct):
+        return True
+    return any(_holds_struct(arg) for arg in typing.get_args(hint))
