@@ -67,9 +67,9 @@ def unknown_fields(raw: Any, value: Any, where: str) -> list[str]:
     """The `$.paths` of the keys in `raw` (plain JSON) that `value` (the Struct it decoded to) has no field for."""
     found: list[str] = []
     if isinstance(value, msgspec.Struct) and isinstance(raw, dict):
-        names = value.__struct_fields__
+        names, nested = _fields(type(value))
         found += [f"{where}.{key}" for key in raw if key not in names]
-        for name in _nested(type(value)):
+        for name in nested:
             if name in raw:
                 found += unknown_fields(raw[name], getattr(value, name), f"{where}.{name}")
     elif isinstance(value, list) and isinstance(raw, list):
@@ -79,11 +79,11 @@ def unknown_fields(raw: Any, value: Any, where: str) -> list[str]:
 
 
 @functools.cache
-def _nested(kind: type[msgspec.Struct]) -> tuple[str, ...]:
-    """The fields of a Struct type whose values can hold a Struct: the only ones that can hide an unknown
-    key, so a list of numbers is never walked."""
+def _fields(kind: type[msgspec.Struct]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """A Struct type's field names, and those whose values can hold a Struct: the only ones that can
+    hide an unknown key, so a list of numbers is never walked."""
     hints = typing.get_type_hints(kind)
-    return tuple(name for name in kind.__struct_fields__ if _holds_struct(hints[name]))
+    return frozenset(kind.__struct_fields__), tuple(name for name in kind.__struct_fields__ if _holds_struct(hints[name]))
 
 
 def _holds_struct(hint: Any) -> bool:
