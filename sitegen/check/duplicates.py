@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 
 import msgspec
 
@@ -28,25 +29,42 @@ def digests(bundle: Bundle) -> list[str]:
     return sorted({hashlib.sha256(_encoder.encode(item)).hexdigest()[:DIGEST_CHARS] for item in measured})
 
 
-def settle(verdicts: list[Verdict]) -> list[Verdict]:
-    """Add to each verdict the problems only the whole set shows: its id already used by an earlier file,
-    or its measurements also in another file under another id (said on both)."""
-    first_with: dict[str, Verdict] = {}
-    for verdict in verdicts:
-        if verdict.run_id is None:
+class Claim(msgspec.Struct):
+    """What finding duplicates needs of a verdict (its fields of the same names): where the run was
+    read, its id and its measurements' digests. A build decodes only these from its kept verdicts."""
+
+    path: str
+    run_id: str | None = None
+    digests: list[str] = []
+
+
+def duplicate_problems(claims: Sequence[Claim | Verdict]) -> dict[int, list[Problem]]:
+    """The problems only the whole set shows, by position: an id already used by an earlier file, or
+    measurements also in another file under another id (said on both)."""
+    found: dict[int, list[Problem]] = defaultdict(list)
+    first_with: dict[str, int] = {}
+    for index, claim in enumerate(claims):
+        if claim.run_id is None:
             continue
-        earlier = first_with.setdefault(verdict.run_id, verdict)
-        if earlier is not verdict:
-            verdict.problems.append(Problem(verdict.path, "$.id", f"id {verdict.run_id!r} is already used by {earlier.path}"))
+        earlier = first_with.setdefault(claim.run_id, index)
+        if earlier != index:
+            found[index].append(Problem(claim.path, "$.id", f"id {claim.run_id!r} is already used by {claims[earlier].path}"))
     holders: dict[str, list[int]] = defaultdict(list)
-    for index, verdict in enumerate(verdicts):
-        for digest in verdict.digests:
+    for index, claim in enumerate(claims):
+        for digest in claim.digests:
             holders[digest].append(index)
-    for index, verdict in enumerate(verdicts):
-        shared = Counter(other for digest in verdict.digests for other in holders[digest] if other != index)
+    for index, claim in enumerate(claims):
+        shared = Counter(other for digest in claim.digests for other in holders[digest] if other != index)
         for other, count in sorted(shared.items()):
-            copy = verdicts[other]
-            if copy.run_id != verdict.run_id and 2 * count >= min(len(verdict.digests), len(copy.digests)):
-                verdict.problems.append(Problem(verdict.path, "$.id", f"{count} of its measurements are also in {copy.path} "
-                                                                      f"(id {copy.run_id!r}): one run submitted twice"))
+            copy = claims[other]
+            if copy.run_id != claim.run_id and 2 * count >= min(len(claim.digests), len(copy.digests)):
+                found[index].append(Problem(claim.path, "$.id", f"{count} of its measurements are also in {copy.path} "
+                                                                f"(id {copy.run_id!r}): one run submitted twice"))
+    return dict(found)
+
+
+def settle(verdicts: list[Verdict]) -> list[Verdict]:
+    """Add to each verdict the problems only the whole set shows (duplicate_problems)."""
+    for index, problems in duplicate_problems(verdicts).items():
+        verdicts[index].problems.extend(problems)
     return verdicts

@@ -15,7 +15,7 @@ import msgspec
 
 from runner.bundle.error_lines import located
 from sitegen.check.checker import CheckContext, check_data
-from sitegen.check.duplicates import settle
+from sitegen.check.duplicates import Claim, duplicate_problems
 from sitegen.check.verdict import Verdict
 from sitegen.content.catalog import UNREAD, Piece, RunEntry, Scanned, entry_of, piece_positions
 from sitegen.content.loader import read_input
@@ -27,6 +27,7 @@ INCONSISTENT = "Inconsistent"
 # The index filter's values, in the order it lists them.
 STATUSES = ("Verified", "Signed", "Imported", "Unsigned", INCONSISTENT, MODIFIED)
 _verdict_decoder = msgspec.msgpack.Decoder(Verdict)
+_claim_decoder = msgspec.msgpack.Decoder(Claim)  # only what finding duplicates reads
 
 
 class Verification(msgspec.Struct, frozen=True):
@@ -99,10 +100,13 @@ def shown(piece: memoryview | bytes) -> Verification:
 def settled(entries: Sequence[RunEntry], verdicts: Sequence[memoryview]) -> dict[str, Verdict]:
     """The runs whose verdict settling across every run changed (their measurements found under another
     id), with their settled verdicts, by id; `verdicts` are the runs' VERDICT pieces, in order."""
-    decoded = [_verdict_decoder.decode(piece) for piece in verdicts]
-    before = [len(verdict.problems) for verdict in decoded]
-    settle(decoded)
-    return {entry.id: verdict for entry, verdict, count in zip(entries, decoded, before) if len(verdict.problems) != count}
+    found = duplicate_problems([_claim_decoder.decode(piece) for piece in verdicts])
+    changed = {}
+    for index, problems in found.items():
+        verdict = _verdict_decoder.decode(verdicts[index])
+        verdict.problems.extend(problems)
+        changed[entries[index].id] = verdict
+    return changed
 
 
 def settled_entries(runs: Path, entries: list[RunEntry], pieces: Sequence[Piece]) -> list[RunEntry]:
