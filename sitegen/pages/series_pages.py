@@ -108,11 +108,22 @@ def groups(site: Site) -> dict[str, list[RunEntry]]:
 
 
 def series_of(site: Site, series_id: str) -> Series:
-    """One series, from its runs' points."""
+    """One series, from its runs' points; kept for the process's later asks (the series pages')."""
     made = _made_for(site)
-    if series_id not in made.built:
-        (made.built[series_id],) = build_series(_point_decoder.decode(p) for p in site.pieces(made.groups[series_id], POINT))
+    made.built[series_id] = _series(site, series_id)
     return made.built[series_id]
+
+
+def _series(site: Site, series_id: str) -> Series:
+    """One series: the one kept if series_of made it, else made from its runs' points and not kept, for
+    a pass over every series (every series' points and charts at once would hold the build's largest
+    share of memory)."""
+    made = _made_for(site)
+    kept = made.built.get(series_id)
+    if kept is not None:
+        return kept
+    (series,) = build_series(_point_decoder.decode(p) for p in site.pieces(made.groups[series_id], POINT))
+    return series
 
 
 def run_marks(site: Site, wanted: set[str]) -> dict[str, RunMark]:
@@ -125,7 +136,7 @@ def run_marks(site: Site, wanted: set[str]) -> dict[str, RunMark]:
         path = series_dir(series_id)
         marks.update((run_id, RunMark(path, [])) for run_id in mine)
         if members[-1].id in wanted:
-            texts = [notice_text(n) for n in headline_first(series_of(site, series_id).notices)]
+            texts = [notice_text(n) for n in headline_first(_series(site, series_id).notices)]
             marks[members[-1].id] = RunMark(path, texts[:RUN_NOTICES], max(0, len(texts) - RUN_NOTICES))
     return marks
 
@@ -180,7 +191,7 @@ def write_series(stage: Stage, site: Site, plan: Publication) -> None:
     for series_id, members in groups(site).items():
         page = Page(series_dir(series_id))
         if not plan.unchanged(Output(page.file, fingerprints(members), context=True)):
-            write_page(stage, site, "series.html", page, series=series_view(series_of(site, series_id)))
+            write_page(stage, site, "series.html", page, series=series_view(_series(site, series_id)))
 
 
 KIND = Kind(name="series pages", lane="beside", write=write_series, pieces=(MEMBER, POINT))
