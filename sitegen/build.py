@@ -38,7 +38,7 @@ from sitegen.pages.kinds import Lane
 from sitegen.pages.listings import plural
 from sitegen.pages.render import DEFAULT_TEMPLATES, make_environment
 from sitegen.pages.run_pages import Renderer, render_pages
-from sitegen.pages.verification import consistent, settled_entries
+from sitegen.pages.verification import Settled, consistent, settled_entries, write_settled
 from sitegen.publish.stage import Stage
 from sitegen.publish.swap import staged
 from sitegen.rebuild.keys import code_digest, collector_paused
@@ -75,7 +75,7 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
         with bundle_files_beside(runs, jobs) as listed, staged(out, [content / "runs", content / "pages", templates]) as (stage, plan):
             cache, entries = read_runs(runs, plan.state, code, pieces, listed, jobs, progress)
             with phase("verification"):
-                entries = settled_entries(runs, entries, pieces)
+                entries, settled = settled_entries(runs, entries, pieces, plan.state)
                 built = consistent(entries, piece_positions(pieces)) if strict else entries
                 left_out, entries = len(entries) - len(built), built
             gc.freeze()  # the run records live to the end: keep the collector (and forked workers' pages) off them
@@ -99,7 +99,7 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
                 cached: dict[str, object] = {}
                 # The main kinds and the cache are written while the workers render (this process only waits for them).
                 render_workers(stage, site, plan, jobs, progress,
-                               meanwhile=lambda: cached.update(write_main(stage, site, plan, cache, relations, pieces)))
+                               meanwhile=lambda: cached.update(write_main(stage, site, plan, cache, relations, pieces, settled)))
                 with phase("beside (waited for)"):
                     plan.add(stage, written_beside(beside))
         for path, value in cached.items():
@@ -134,12 +134,14 @@ def render_workers(stage: Stage, site: Site, plan: Publication, jobs: int, progr
         render_pages(stage, Renderer(site, stage, registry.renders()), tasks, jobs, progress, meanwhile)
 
 
-def write_main(stage: Stage, site: Site, plan: Publication, cache: Cache, relations: str, pieces: Sequence[Piece]) -> dict[str, object]:
-    """The "main" kinds' outputs, then the build cache; returns the cache files' values by their paths
-    in the plan (write_cache)."""
+def write_main(stage: Stage, site: Site, plan: Publication, cache: Cache, relations: str, pieces: Sequence[Piece],
+               settled: Settled) -> dict[str, object]:
+    """The "main" kinds' outputs, then the build cache and what settling found; returns the cache files'
+    values by their paths in the plan (write_cache)."""
     with collector_paused():  # the site-wide outputs decode and sort every run's record: many objects, no cycles
         write_lane(stage, site, plan, "main")
         with phase("write cache"):
+            write_settled(stage, plan, settled)
             done = new_cache(site.entries, site.pairs, site.code, relations, site.context_key, site.pages, [p.name for p in pieces])
             return write_cache(stage, plan, done, cache.unreadable)
 

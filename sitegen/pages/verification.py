@@ -16,11 +16,15 @@ import msgspec
 from runner.bundle.error_lines import located
 from sitegen.check.checker import CheckContext, check_data
 from sitegen.check.duplicates import Claim, duplicate_problems
-from sitegen.check.verdict import Verdict
-from sitegen.content.catalog import UNREAD, Piece, RunEntry, Scanned, entry_of, piece_positions
+from sitegen.check.verdict import Problem, Verdict
+from sitegen.content.catalog import CACHE_DIR, UNREAD, Piece, RunEntry, Scanned, entry_of, piece_positions
 from sitegen.content.loader import read_input
 from sitegen.importers.source_requests import source_requests_path
+from sitegen.publish.layout import state_file
+from sitegen.publish.stage import Stage
 from sitegen.rebuild.keys import fingerprint
+from sitegen.rebuild.outputs import Output
+from sitegen.rebuild.plan import Publication
 
 MODIFIED = "Modified after signing"
 INCONSISTENT = "Inconsistent"
@@ -97,35 +101,62 @@ def shown(piece: memoryview | bytes) -> Verification:
     return _shown_decoder.decode(piece)
 
 
-def settled(entries: Sequence[RunEntry], verdicts: Sequence[memoryview]) -> dict[str, Verdict]:
-    """The runs whose verdict settling across every run changed (their measurements found under another
-    id), with their settled verdicts, by id; `verdicts` are the runs' VERDICT pieces, in order."""
+class Settled(msgspec.Struct, array_like=True):
+    """What settling found among a build's runs (`key`: their file names and fingerprints), kept in the
+    state folder: the next build with the same runs takes it rather than searching every run again."""
+
+    key: str
+    found: dict[str, list[Problem]] = {}  # the problems only the whole set shows, by run id
+
+
+SETTLED = CACHE_DIR + "settled"  # a bookkeeping file of the plan (Settled, msgpack)
+
+
+def settled(runs: Path, entries: Sequence[RunEntry], verdicts: Sequence[memoryview], remembered: Settled | None = None) -> Settled:
+    """The problems settling across every run finds (their measurements found under another id, an id
+    used twice), by run id; `verdicts` are the runs' VERDICT pieces, in order. Taken from `remembered`
+    where that was found among the same runs (the files of `runs` by name and fingerprint)."""
+    key = fingerprint(msgspec.msgpack.encode([str(runs), [(e.name, e.fingerprint) for e in entries]]))
+    if remembered is not None and remembered.key == key:
+        return remembered
     found = duplicate_problems([_claim_decoder.decode(piece) for piece in verdicts])
-    changed = {}
-    for index, problems in found.items():
-        verdict = _verdict_decoder.decode(verdicts[index])
-        verdict.problems.extend(problems)
-        changed[entries[index].id] = verdict
-    return changed
+    return Settled(key, {entries[index].id: problems for index, problems in found.items()})
 
 
-def settled_entries(runs: Path, entries: list[RunEntry], pieces: Sequence[Piece]) -> list[RunEntry]:
+def _remembered(state: Path) -> Settled | None:
+    """What the previous build settled, from its state folder; None when missing or unreadable."""
+    try:
+        return msgspec.msgpack.decode(Path(state_file(state, SETTLED)).read_bytes(), type=Settled)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def settled_entries(runs: Path, entries: list[RunEntry], pieces: Sequence[Piece], state: Path) -> tuple[list[RunEntry], Settled]:
     """The entries, with each run that settling across runs changed made again from its bundle with its
     settled verdict: its pieces show it, and its fingerprint (so the key of every output reading it)
-    covers it. Its stamp matches no file: the next build reads it again and settles afresh."""
+    covers it. Its stamp matches no file: the next build reads it again and settles afresh. Also what
+    settling found, for write_settled; the previous build's (from its `state` folder) where it holds."""
     position = piece_positions(pieces)[VERDICT.name]
-    changed = settled(entries, [e.piece(position) for e in entries])
-    if not changed:
-        return entries
+    found = settled(runs, entries, [e.piece(position) for e in entries], _remembered(state))
+    if not found.found:
+        return entries, found
     remade = []
     for entry in entries:
-        verdict = changed.get(entry.id)
-        if verdict is not None:
+        problems = found.found.get(entry.id)
+        if problems is not None:
+            verdict = _verdict_decoder.decode(entry.piece(position))
+            verdict.problems.extend(problems)
             again = entry_of(runs / entry.name, UNREAD, read_input(runs / entry.name), pieces, known={verdict_of: verdict})
             marked = fingerprint(again.fingerprint.encode() + msgspec.msgpack.encode(verdict.problems))
             entry = msgspec.structs.replace(again, fingerprint=marked)
         remade.append(entry)
-    return remade
+    return remade, found
+
+
+def write_settled(stage: Stage, plan: Publication, found: Settled) -> None:
+    """Keep what settling found for the next build, written only when the runs it was found among changed."""
+    if not plan.unchanged(Output(SETTLED, facts=(found.key,))):
+        stage.write(SETTLED, msgspec.msgpack.encode(found))
 
 
 def consistent(entries: list[RunEntry], positions: dict[str, int]) -> list[RunEntry]:

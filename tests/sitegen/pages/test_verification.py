@@ -17,7 +17,7 @@ from runner.bundle.schema import encode_bundle
 from runner.bundle.signatures import sign
 from sitegen.build import build_site
 from sitegen.cli import main
-from tests.builders import make_signing_key
+from tests.builders import make_signing_key, same_as_fresh
 from tests.sample_site import LING, MIMO, sample_run, write_content
 
 TAMPERED = MIMO
@@ -76,6 +76,11 @@ def test_a_run_submitted_twice_is_marked_on_both_pages(tmp_path: Path) -> None:
     build_site(content, tmp_path / "site")
     for run_id in (MIMO, "mimo-again"):
         assert "one run submitted twice" in verification_of(tmp_path / "site", run_id)
+    (content / "runs" / f"{LING}.json").write_bytes(encode_bundle(msgspec.structs.replace(sample_run(LING), notes="again")))
+    build_site(content, tmp_path / "site")  # another run changed: settled again, the copy still found
+    assert same_as_fresh(content, tmp_path / "site")
+    build_site(content, tmp_path / "site")  # nothing changed: what the last build settled is taken as it was
+    assert "one run submitted twice" in verification_of(tmp_path / "site", "mimo-again") and same_as_fresh(content, tmp_path / "site")
     (content / "runs" / "mimo-again.json").unlink()
     build_site(content, tmp_path / "site")
     assert "Unsigned" in verification_of(tmp_path / "site", MIMO)
