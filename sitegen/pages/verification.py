@@ -112,11 +112,12 @@ class Settled(msgspec.Struct, array_like=True):
 SETTLED = CACHE_DIR + "settled"  # a bookkeeping file of the plan (Settled, msgpack)
 
 
-def settled(runs: Path, entries: Sequence[RunEntry], verdicts: Sequence[memoryview], remembered: Settled | None = None) -> Settled:
+def settled(runs: Path, entries: Sequence[RunEntry], verdicts: Sequence[memoryview], code: str,
+            remembered: Settled | None = None) -> Settled:
     """The problems settling across every run finds (their measurements found under another id, an id
     used twice), by run id; `verdicts` are the runs' VERDICT pieces, in order. Taken from `remembered`
-    where that was found among the same runs (the files of `runs` by name and fingerprint)."""
-    key = fingerprint(msgspec.msgpack.encode([str(runs), [(e.name, e.fingerprint) for e in entries]]))
+    where that was found by the same `code` among the same runs (the files of `runs` by name and fingerprint)."""
+    key = fingerprint(msgspec.msgpack.encode([code, str(runs), [(e.name, e.fingerprint) for e in entries]]))
     if remembered is not None and remembered.key == key:
         return remembered
     found = duplicate_problems([_claim_decoder.decode(piece) for piece in verdicts])
@@ -131,13 +132,14 @@ def _remembered(state: Path) -> Settled | None:
         return None
 
 
-def settled_entries(runs: Path, entries: list[RunEntry], pieces: Sequence[Piece], state: Path) -> tuple[list[RunEntry], Settled]:
+def settled_entries(runs: Path, entries: list[RunEntry], pieces: Sequence[Piece], state: Path, code: str) -> tuple[list[RunEntry], Settled]:
     """The entries, with each run that settling across runs changed made again from its bundle with its
     settled verdict: its pieces show it, and its fingerprint (so the key of every output reading it)
     covers it. Its stamp matches no file: the next build reads it again and settles afresh. Also what
-    settling found, for write_settled; the previous build's (from its `state` folder) where it holds."""
+    settling found, for write_settled; the previous build's (from its `state` folder) where it holds
+    (the same runs, and the same `code`: the build's code digest)."""
     position = piece_positions(pieces)[VERDICT.name]
-    found = settled(runs, entries, [e.piece(position) for e in entries], _remembered(state))
+    found = settled(runs, entries, [e.piece(position) for e in entries], code, _remembered(state))
     if not found.found:
         return entries, found
     remade = []
