@@ -103,9 +103,8 @@ def test_a_rebuild_lists_only_the_kept_stages_folders_that_changed(
     assert tree_digest(out) == _fresh(content, tmp_path)
 
 
-def test_a_rebuild_writes_only_the_changed_runs_outputs_and_its_listings(
-        site_with_stage: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    content, out = site_with_stage
+def linked_reuses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths the stage links from the published site (Stage.reuse), as the build asks, in order."""
     linked: list[str] = []
     real_reuse = sitegen.publish.stage.Stage.reuse
 
@@ -113,9 +112,16 @@ def test_a_rebuild_writes_only_the_changed_runs_outputs_and_its_listings(
         linked.append(relative)
         real_reuse(self, relative, published)
 
+    monkeypatch.setattr(sitegen.publish.stage.Stage, "reuse", reuse)
+    return linked
+
+
+def test_a_rebuild_writes_only_the_changed_runs_outputs_and_its_listings(
+        site_with_stage: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    content, out = site_with_stage
+    linked = linked_reuses(monkeypatch)
     inodes = lambda: {p.relative_to(out).as_posix(): p.stat().st_ino for p in out.rglob("*") if p.is_file()}  # noqa: E731
     before = inodes()
-    monkeypatch.setattr(sitegen.publish.stage.Stage, "reuse", reuse)
     _change_run(content)
     build_site(content, out)
     written = {path for path, inode in inodes().items() if before.get(path) != inode}  # in this process or a forked one
@@ -199,14 +205,7 @@ def test_a_tampered_stage_is_not_trusted(built: str, tmp_path: Path, request: py
 def test_a_rebuild_keeps_the_cache_files_the_state_before_last_shares_instead_of_linking_them(
         site_with_snapshots: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     content, out = site_with_snapshots
-    linked: list[str] = []
-    real_reuse = sitegen.publish.stage.Stage.reuse
-
-    def reuse(self: sitegen.publish.stage.Stage, relative: str, published: Path) -> None:
-        linked.append(relative)
-        real_reuse(self, relative, published)
-
-    monkeypatch.setattr(sitegen.publish.stage.Stage, "reuse", reuse)
+    linked = linked_reuses(monkeypatch)
     before = {p.name: p.stat().st_ino for p in sitegen.content.catalog.cache_folder(_state(out)).iterdir()}
     _change_run(content)
     build_site(content, out)
