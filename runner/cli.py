@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 import sys
 from collections.abc import Callable
@@ -176,13 +175,12 @@ def _run(coroutine_factory: Callable[[], Any], reporter: RunEvents | None = None
     After Ctrl-C, the line gives the command that resumes the run `reporter` was showing.
     """
     from runner.errors import MeasureError
-    from runner.fleet.server_process import stop_on_sigterm
+    from runner.interrupts import run_until_interrupted
     from runner.journal import journal_path
     from runner.progress import resume_command
 
     try:
-        with stop_on_sigterm():
-            return asyncio.run(coroutine_factory())
+        return run_until_interrupted(coroutine_factory())
     except MeasureError as exc:
         _fail(str(exc), details=exc.details)
     except KeyboardInterrupt:

@@ -3,8 +3,8 @@
 The command runs through the shell in a process session of its own, so the whole tree it starts
 (an engine's workers too) is one process group: stopping it is SIGTERM to the group, then
 SIGKILL to whatever is left after STOP_GRACE_S. `{port}` in the command becomes a free port.
-Its output goes to a ServerLog beside the bundle. The runner is stopped by SIGTERM as by Ctrl-C
-(a batch scheduler cancelling a job sends it), so the server is stopped then too.
+Its output goes to a ServerLog beside the bundle. SIGTERM stops the runner as Ctrl-C does
+(runner.interrupts), so the server is stopped then too.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 
 from runner.bundle.schema import ServerLaunch
@@ -168,23 +167,6 @@ class ServerProcess:
     def log_tail(self) -> list[str]:
         """The server's last lines, safe to print."""
         return [printable(line, 500) for line in self.log.tail]
-
-
-@contextmanager
-def stop_on_sigterm() -> Iterator[None]:
-    """While the block runs, SIGTERM stops the runner as Ctrl-C does, so every `finally` runs."""
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def launch(command: str, env: Mapping[str, str], log_path: Path, secrets: list[str]) -> ServerProcess:

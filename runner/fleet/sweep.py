@@ -180,12 +180,10 @@ class SlurmSettings(msgspec.Struct, kw_only=True):
 def sweep_main(file: Path, out_dir: Path, only: tuple[str, ...], dry: bool, slurm: SlurmSettings | None,
                argv: list[str]) -> int:
     """`runner sweep`: load the file, then a dry run, a local sweep or a Slurm one; the exit status."""
-    import asyncio
-
     from runner.bundle.error_lines import print_error
     from runner.errors import OptionError
-    from runner.fleet.server_process import stop_on_sigterm
     from runner.fleet.sweep_file import load_sweep
+    from runner.interrupts import run_until_interrupted, sigterm_as_ctrl_c
 
     try:
         setups = load_sweep(file, out_dir)
@@ -200,13 +198,13 @@ def sweep_main(file: Path, out_dir: Path, only: tuple[str, ...], dry: bool, slur
         print_error(str(exc))
         return 2
     try:
-        with stop_on_sigterm():
-            if slurm is not None:
-                from runner.fleet.slurm import run_on_slurm
+        if slurm is not None:
+            from runner.fleet.slurm import run_on_slurm
 
+            with sigterm_as_ctrl_c():
                 outcomes = run_on_slurm(setups, file, out_dir, slurm)
-            else:
-                outcomes = asyncio.run(run_sweep(setups))
+        else:
+            outcomes = run_until_interrupted(run_sweep(setups))
     except OptionError as exc:  # Slurm's commands missing or refusing
         print_error(str(exc))
         return 2
