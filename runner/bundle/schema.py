@@ -309,7 +309,12 @@ def decode_bundle(data: bytes | str) -> Bundle:
 
 def encode_bundle(bundle: Bundle) -> bytes:
     """Encode a bundle as pretty, deterministic JSON ending in a newline."""
-    return msgspec.json.format(_encoder.encode(bundle), indent=2) + b"\n"
+    return msgspec.json.format(encode_bundle_compact(bundle), indent=2) + b"\n"
+
+
+def encode_bundle_compact(bundle: Bundle) -> bytes:
+    """The same JSON without the indentation, a third smaller: the site's download of a run."""
+    return _encoder.encode(bundle)
 
 
 def schema_problem(value: msgspec.Struct) -> tuple[str, str] | None:

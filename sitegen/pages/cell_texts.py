@@ -1,5 +1,5 @@
 """The texts of every table's rows and cells, escaped, for _cells.html's macros: the filters
-ratio_texts, table_texts, prefill_texts, capacity_texts, field_texts and join_texts, and matrix_bodies.
+ratio_texts, table_texts, prefill_texts, capacity_texts, field_texts and join_texts, and matrix_texts.
 
 The macros write the rows and cells a page prints in bulk with autoescape off, so each text is escaped
 here, once; a table that holds nothing to escape (the usual: figures and status words) is found in one
@@ -24,7 +24,7 @@ _TO_ESCAPE = re.compile(r"[&<>\"']")
 
 # A decode matrix cell's texts: status class, heat, title (its failure reason), value, status word, TTFT.
 MatrixCellTexts = tuple[str, str, str, str, str, str]
-# A ratio matrix cell's texts: direction class, the baseline's tok/s, the other run's, the ratio.
+# A ratio matrix cell's texts: direction class, the baseline's cell (its tok/s or status word), the other run's, the ratio.
 RatioCellTexts = tuple[str, str, str, str]
 # A prefill item's texts: status class, title (its failure reason), label, value, TTFT.
 PrefillTexts = tuple[str, str, str, str, str]
@@ -63,18 +63,12 @@ def _plain(texts: list[str]) -> bool:
     return _TO_ESCAPE.search("".join(texts)) is None
 
 
-def matrix_bodies(rows: list[runview.MatrixRow]) -> dict[bool, list[tuple[str, list[MatrixCellTexts]]]]:
-    """The decode matrix's rows for _cells.html's matrix_rows, in its full and its compact form (by
-    `compact`: without TTFT, as comparisons show it), from one pass over its cells: a run's page shows
-    the one, its comparisons the other."""
+def matrix_texts(rows: list[runview.MatrixRow]) -> list[tuple[str, list[MatrixCellTexts]]]:
+    """The decode matrix's rows for _cells.html's matrix_rows."""
     if not _plain([c.status + c.value + c.note + c.ttft + (c.error or "") for row in rows for c in row.cells] + [row.label for row in rows]):
         rows = _escaped(rows)
-    full, compact = [], []
-    for row in rows:
-        cells = [(status_class(c.status), "" if c.heat is None else str(c.heat), c.error or "", c.value, c.note) for c in row.cells]
-        full.append((row.label, [cell + (c.ttft,) for cell, c in zip(cells, row.cells)]))
-        compact.append((row.label, [cell + ("",) for cell in cells]))
-    return {False: full, True: compact}
+    return [(row.label, [(status_class(c.status), "" if c.heat is None else str(c.heat), c.error or "", c.value, c.note, c.ttft)
+                         for c in row.cells]) for row in rows]
 
 
 def ratio_texts(rows: list[dict]) -> list[tuple[str, list[RatioCellTexts]]]:

@@ -16,12 +16,12 @@ from pathlib import Path
 import msgspec
 from markupsafe import Markup
 
-from runner.bundle.schema import Bundle, encode_bundle
+from runner.bundle.schema import Bundle, encode_bundle_compact
 from sitegen.content.catalog import RunEntry
 from sitegen.content.loader import decode_bundle_file, decode_clean, read_input
 from sitegen.figures import compare
 from sitegen.pages import exports, series_pages
-from sitegen.pages.cell_texts import matrix_bodies
+from sitegen.pages.cell_texts import matrix_texts
 from sitegen.pages.context import TITLE, Site, run_title, write_page
 from sitegen.pages.kinds import Kind, Task
 from sitegen.pages.render import render_run_page
@@ -100,17 +100,14 @@ def plan_pages(site: Site, plan: Publication) -> list[Task]:
 
 
 class Loaded:
-    """A bundle a renderer read, its views (the page's and its serving panels'), and its decode section: the
-    matrix bodies of both forms (made once, when the first form is asked for) and each form rendered."""
+    """A bundle a renderer read and its views: the page's and its serving panels'."""
 
-    __slots__ = ("bundle", "view", "serving", "bodies", "blocks")
+    __slots__ = ("bundle", "view", "serving")
 
     def __init__(self, bundle: Bundle) -> None:
         self.bundle = bundle
         self.view = runview.run_view(bundle)
         self.serving = serving_view(bundle)
-        self.bodies: dict[bool, Markup] = {}
-        self.blocks: dict[tuple[bool, bool], Markup] = {}
 
 
 class Renderer:
@@ -159,18 +156,9 @@ class Renderer:
                 self.loaded.popitem(last=False)
         return self.loaded[path]
 
-    def decode_block(self, path: str, compact: bool = False, baseline: bool = False) -> Markup:
-        """A run's rendered Sustained decode section (`_decode.html`); `compact` leaves out the
-        TTFT lines so two matrices fit side by side, and `baseline` names it as a comparison's
-        baseline: the two matrices of a comparison need names of their own for a screen reader,
-        even where both runs have the same title."""
-        loaded = self.load(path)
-        key = (compact, baseline)
-        if key not in loaded.blocks:
-            loaded.bodies = loaded.bodies or matrix_bodies(loaded.view.matrix)
-            loaded.blocks[key] = Markup(self.site.env.get_template("_decode.html").render(
-                view=loaded.view, compact=compact, baseline=baseline, body=loaded.bodies[compact]))
-        return loaded.blocks[key]
+    def decode_block(self, view: runview.RunView) -> Markup:
+        """A run's rendered Sustained decode section (`_decode.html`)."""
+        return Markup(self.site.env.get_template("_decode.html").render(view=view, body=matrix_texts(view.matrix)))
 
     def run(self, path: str, partners: list, series_mark: series_pages.RunMark | None = None) -> None:
         """A run's folder: the page, its plain text, bundle.json, measurements.csv and picker data."""
@@ -178,21 +166,20 @@ class Renderer:
         bundle, view = loaded.bundle, loaded.view
         page = Page(run_dir(bundle.id))
         figures = {name: charts.figure_script_json(fig) for name, fig in charts.run_figures(bundle).items()}
-        context = {**self.site.context(page), "partners": partners, "figures": figures, "decode_block": self.decode_block(path),
+        context = {**self.site.context(page), "partners": partners, "figures": figures, "decode_block": self.decode_block(view),
                    "capacity": capacity_view(bundle), "tail": tail_view(bundle), "serving": loaded.serving, "series_mark": series_mark}
         context["verification"] = shown(self.verifications[path])
         self.stage.write(page.file, render_run_page(self.site.env, bundle, view, context))
         self.stage.write(run_file(bundle.id, "index.txt"), render_text(view, loaded.serving))
-        self.stage.write(run_file(bundle.id, "bundle.json"), encode_bundle(bundle))
+        self.stage.write(run_file(bundle.id, "bundle.json"), encode_bundle_compact(bundle))
         self.stage.write(run_file(bundle.id, "measurements.csv"), exports.measurements_csv(bundle))
         self.stage.write(run_file(bundle.id, "picker.js"), picker_script(bundle, view))
 
     def compare(self, path_a: str, path_b: str, why: str) -> None:
-        """A build-time comparison page: both matrices, the ratio matrix and what differs."""
+        """A build-time comparison page: the ratio matrix with both runs' figures, and what differs."""
         (a, view_a), (b, view_b) = [(loaded.bundle, loaded.view) for loaded in (self.load(path_a), self.load(path_b))]
-        blocks = (self.decode_block(path_a, compact=True, baseline=True), self.decode_block(path_b, compact=True))
         write_page(self.stage, self.site, "compare.html", Page(compare_file(compare.compare_slug(a, b))),
-                   **compare_page(a, b, why, (view_a, view_b), blocks))
+                   **compare_page(a, b, why, (view_a, view_b)))
 
 
 def render_pages(stage: Stage, renderer: Renderer, tasks: list[Task], jobs: int, progress: Progress,

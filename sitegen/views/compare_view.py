@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import msgspec
-from markupsafe import Markup
 
 from runner.bundle import formats as f
 from runner.bundle.schema import Bundle, DecodeCell
@@ -72,19 +71,25 @@ def serving_comparison(a: Bundle, b: Bundle) -> ServingComparison | None:
     return ServingComparison([header for header, _ in figures], rows)
 
 
-def shown_totals(bundle: Bundle, view: runview.RunView) -> dict[tuple[int, int], str]:
-    """Each matrix cell's text by (context, concurrency), as the run's view shows it: the total
-    tok/s of every cell with a value, formatted once per run rather than once per comparison."""
-    return {(context, cell.concurrency): cell.value
-            for row, context in zip(view.matrix, runview.contexts_of(bundle)) for cell in row.cells}
+def shown_cells(bundle: Bundle, view: runview.RunView) -> dict[tuple[int, int], runview.MatrixCell]:
+    """Each matrix cell by (context, concurrency), as the run's view shows it: its total tok/s
+    and status word formatted once per run rather than once per comparison."""
+    return {(context, cell.concurrency): cell for row, context in zip(view.matrix, runview.contexts_of(bundle)) for cell in row.cells}
+
+
+def _cell_text(cell: runview.MatrixCell | None, valued: bool) -> str:
+    """A run's side of a ratio cell: its tok/s where the ratio used it, else its status word, else "—"."""
+    if cell is None:
+        return f.EMPTY
+    return cell.value if valued else cell.note or cell.status or f.EMPTY
 
 
 def compare_rows(a: Bundle, b: Bundle, noise: dict[tuple[int, int], bool],
                  views: tuple[runview.RunView, runview.RunView], valued: compare.Valued | None = None) -> list[dict]:
-    """The ratio matrix as display rows: "1.23×" and a direction class per cell; "≈" marks a
-    difference within the noise of the runs' repeats. Each run's tok/s are the texts of its view;
-    `valued` as ratio_matrix takes it."""
-    shown_a, shown_b = shown_totals(a, views[0]), shown_totals(b, views[1])
+    """The ratio matrix as display rows: "1.23×" and a direction class per cell, with both runs'
+    figures; "≈" marks a difference within the noise of the runs' repeats. Each run's tok/s are the
+    texts of its view; `valued` as ratio_matrix takes it."""
+    shown_a, shown_b = shown_cells(a, views[0]), shown_cells(b, views[1])
     rows = []
     for row in compare.ratio_matrix(a, b, valued):
         cells = []
@@ -96,21 +101,18 @@ def compare_rows(a: Bundle, b: Bundle, noise: dict[tuple[int, int], bool],
             if noise.get(key):
                 text, direction = f"≈ {text}", "within-noise"
             cells.append({"text": text, "class": direction, "n": cell.concurrency,
-                          "a": shown_a[key] if cell.a_tok_s is not None else f.EMPTY,
-                          "b": shown_b[key] if cell.b_tok_s is not None else f.EMPTY})
+                          "a": _cell_text(shown_a.get(key), cell.a_tok_s is not None),
+                          "b": _cell_text(shown_b.get(key), cell.b_tok_s is not None)})
         rows.append({"label": f.context_label(row.context_tokens), "cells": cells})
     return rows
 
 
-def compare_page(a: Bundle, b: Bundle, why: str, views: tuple[runview.RunView, runview.RunView],
-                 decode_blocks: tuple[Markup, Markup]) -> dict:
-    """Everything compare.html reads of two runs: `a` is the baseline; the decode blocks are
-    the runs' compact matrices, rendered once per run and shared by its comparisons."""
+def compare_page(a: Bundle, b: Bundle, why: str, views: tuple[runview.RunView, runview.RunView]) -> dict:
+    """Everything compare.html reads of two runs: `a` is the baseline."""
     valued = (valued_by_cell(a), valued_by_cell(b))
     verdicts = within_noise(a, b, valued)
     return {
         "a": a, "b": b, "why": why, "view_a": views[0], "view_b": views[1],
-        "decode_a": decode_blocks[0], "decode_b": decode_blocks[1],
         "ratios": compare_rows(a, b, verdicts, views, valued), "diffs": compare.field_diffs(a, b, (views[0].sections, views[1].sections)), "noise": noise_sentence(verdicts),
         "serving": serving_comparison(a, b),
     }

@@ -240,7 +240,7 @@ def test_names_beside_other_text_are_isolated_in_html(bidi_site: Path) -> None:
     assert f"<h1><bdi>\u2068{OVERRIDE}\u2069</bdi></h1>" in model and f"every run of <bdi>{OVERRIDE}</bdi>. 1 run" in model
     assert f"<title>\u2068{OVERRIDE}\u2069 · speed-matrix</title>" in model
     compare = next(bidi_site.glob("compare/*beta*.html")).read_text()
-    assert compare.count(f"<bdi>\u2068{OVERRIDE}\u2069 on H200 NVL 141GB ×2</bdi>") == 5
+    assert compare.count(f"<bdi>\u2068{OVERRIDE}\u2069 on H200 NVL 141GB ×2</bdi>") == 6
 
 
 def test_a_name_with_direction_controls_is_fenced_in_composed_lines(bidi_site: Path) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.bundle.schema import decode_bundle, encode_bundle_compact
 from sitegen.importers.import_files import import_files
 from sitegen.importers.options import ImportOptions
 from sitegen.importers.registry import import_file
@@ -55,4 +56,5 @@ def test_text_rendition_imports_back_to_the_same_bundle(built_site: Path, tmp_pa
     text_page = _run_page(built_site, seed).with_suffix(".txt")
     written, errors = import_files([text_page], tmp_path, ImportOptions())
     assert errors == []
-    assert (built_site / "runs" / written[0].stem / "bundle.json").read_bytes() == written[0].read_bytes()
+    published = built_site / "runs" / written[0].stem / "bundle.json"
+    assert published.read_bytes() == encode_bundle_compact(decode_bundle(written[0].read_bytes()))

@@ -58,5 +58,5 @@ def test_tails_repeats_and_noise_are_shown(tmp_path: Path) -> None:
     sentence = html.unescape(re.search(r'<p class="caption noise">(.*?)</p>', compare)[1])
     assert sentence == ("Cells with repeats in either run: 2. Within the noise, where the ranges of the repeats' total "
                         "tok/s overlap (marked ≈), so the difference may be chance: 1. Beyond the noise: 1.")
-    ratios = re.findall(r'<td class="([^"]*)" title="[^"]*">([^<]*)</td>', compare)
+    ratios = re.findall(r'<td class="([^"]*)"><span class="value">([^<]*)</span>', compare)
     assert ratios[0] == ("within-noise", "≈ 1.04×") and ratios[1] == ("ratio-up", "1.07×")

@@ -19,6 +19,7 @@ from sitegen.pages.render import DEFAULT_TEMPLATES, make_environment
 from sitegen.views.runview import run_view
 from tests.builders import ROOT
 
+RATIO_CELL = "<td{% if direction %}"
 CELL = '<td class="cell status-{{ status }}"'
 
 
@@ -42,13 +43,14 @@ def test_every_output_of_the_site_environment_is_escaped_as_markupsafe_escapes()
     assert template.render(**values) == "|".join(str(escape(v)) for v in values.values())
 
 
-def test_a_templates_folder_restyles_every_matrix_cell_of_a_run_page_and_its_comparisons(tmp_path: Path) -> None:
-    """`sitegen build --templates` with a _cells.html whose matrix cell is changed: each run page's
-    cells, one per context and concurrency, and each comparison's are written by it."""
+def test_a_templates_folder_restyles_every_matrix_cell_of_a_run_page_and_every_ratio_cell(tmp_path: Path) -> None:
+    """`sitegen build --templates` with a _cells.html whose matrix and ratio cells are changed: each run
+    page's cells, one per context and concurrency, and each comparison's are written by it."""
     templates = _templates(tmp_path)
     cells = templates / "_cells.html"
-    assert cells.read_text().count(CELL) == 1
-    cells.write_text(cells.read_text().replace(CELL, '<td data-restyled class="cell status-{{ status }}"'))
+    assert cells.read_text().count(CELL) == 1 and cells.read_text().count(RATIO_CELL) == 1
+    cells.write_text(cells.read_text().replace(CELL, '<td data-restyled class="cell status-{{ status }}"')
+                     .replace(RATIO_CELL, "<td data-restyled{% if direction %}"))
     out = tmp_path / "site"
     done = subprocess.run([sys.executable, "-m", "sitegen", "build", "--content", str(ROOT / "content"), "--out", str(out),
                            "--templates", str(templates)], cwd=ROOT, capture_output=True, text=True)
@@ -63,8 +65,8 @@ def test_a_templates_folder_restyles_every_matrix_cell_of_a_run_page_and_its_com
     comparisons = [p for p in (out / "compare").glob("*-vs-*.html")]
     assert comparisons
     for page in comparisons:
-        html = page.read_text()
-        assert '<td class="cell' not in html and '<td data-restyled class="cell status-' in html
+        table = page.read_text().split('<table class="matrix ratio">')[1].split("</table>")[0]
+        assert table.count("<td") == table.count("<td data-restyled") > 0
 
 
 def test_a_templates_folder_without_cells_is_one_error_line(tmp_path: Path) -> None:
