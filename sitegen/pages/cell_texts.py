@@ -25,7 +25,7 @@ _TO_ESCAPE = re.compile(r"[&<>\"']")
 # A decode matrix cell's texts: status class, heat, title (its failure reason), value, status word, TTFT.
 MatrixCellTexts = tuple[str, str, str, str, str, str]
 # A ratio matrix cell's texts: direction class, the baseline's cell (its tok/s or status word), the other run's, the ratio.
-RatioCellTexts = tuple[str, str, str, str]
+RatioCellTexts = tuple[str, str, str]
 # A prefill item's texts: status class, title (its failure reason), label, value, TTFT.
 PrefillTexts = tuple[str, str, str, str, str]
 # A capacity answer's values: whether a cell met the target, requests at once, total tok/s, tok/s per GPU.
@@ -73,9 +73,9 @@ def matrix_texts(rows: list[runview.MatrixRow]) -> list[tuple[str, list[MatrixCe
 
 def ratio_texts(rows: list[dict]) -> list[tuple[str, list[RatioCellTexts]]]:
     """The ratio matrix's rows (compare_view.compare_rows) for _cells.html's ratio_rows."""
-    if not _plain([c["class"] + c["a"] + c["b"] + c["text"] for row in rows for c in row["cells"]] + [row["label"] for row in rows]):
+    if not _plain([c["class"] + c["sub"] + c["text"] for row in rows for c in row["cells"]] + [row["label"] for row in rows]):
         rows = _escaped(rows)
-    return [(row["label"], [(c["class"], c["a"], c["b"], c["text"]) for c in row["cells"]]) for row in rows]
+    return [(row["label"], [(c["class"], c["sub"], c["text"]) for c in row["cells"]]) for row in rows]
 
 
 def table_texts(rows: list[list[str]]) -> list[tuple[str, list[str]]]:

@@ -1,11 +1,13 @@
-"""Plotly figures for run pages and the index, as small deterministic JSON-able dicts.
+"""Plotly figures for the listings and series pages, and what a run page's charts draw, as small
+deterministic JSON-able data.
 
-Figures are plain dicts (data, layout, config) so that no plotly template or
-plotly.js ends up in a page: the site carries plotly.js once, as plotly's basic
-partial bundle (templates/static/plotly-basic.min.js: scatter, bar and pie, a
-quarter of the full bundle, the same plotly.js version as the plotly package's),
-and each page inlines only its figures' data. Every trace here is a scatter. Charts add to the tables and
-never replace them, so only cells with values are plotted.
+Figures are plain dicts (data and the axes) so that no plotly template or plotly.js ends up in a
+page: the site carries plotly.js once, as plotly's basic partial bundle
+(templates/static/plotly-basic.min.js: scatter, bar and pie, a quarter of the full bundle, the same
+plotly.js version as the plotly package's), and site.js gives every chart the site's look. A run
+page carries only the figures its three charts draw (run_chart_data), and site.js makes the charts
+from them: the same in every run page, so in none of them. Every trace is a scatter. Charts add to
+the tables and never replace them, so only cells with values are plotted.
 """
 
 from __future__ import annotations
@@ -25,17 +27,8 @@ from sitegen.views.runview import title
 
 Figure = dict[str, Any]
 
-# Tableau 10: mid-tone hues that stay readable on light and dark backgrounds.
-COLORWAY = [
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
-]
-GREY = "rgba(128,128,128,0.35)"
-TEXT_GREY = "#808080"
-TRANSPARENT = "rgba(0,0,0,0)"
+TEXT_GREY = "#808080"  # the frontier's dotted line: the grey of the charts' text (site.js)
 LABEL_LIMIT = 60
-CONFIG = {"responsive": True, "displaylogo": False, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
-LEGEND = {"title": {"text": ""}, "orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yanchor": "bottom", "yref": "container"}
 INDEX_HOVER = "%{text}<br>%{x:,.1f} tok/s per user<br>%{y:,.1f} tok/s per GPU<extra>%{fullData.name}</extra>"
 _SCRIPT_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 
@@ -63,132 +56,33 @@ def r1(value: float) -> float:
 
 
 def axis(title_text: str, **extra: Any) -> dict[str, Any]:
-    """An axis with a title and mid-grey gridlines that suit light and dark pages."""
-    return {"title": {"text": title_text}, "gridcolor": GREY, "zerolinecolor": GREY, "automargin": True, **extra}
+    """An axis with a title; site.js adds the gridlines every chart shares."""
+    return {"title": {"text": title_text}, **extra}
 
 
-def log2_axis(title_text: str, values: list[int]) -> dict[str, Any]:
-    """A log axis ticked at the measured powers (1, 2, 4 … 128) instead of decades."""
-    return axis(title_text, type="log", tickvals=values, ticktext=[str(v) for v in values])
+def figure(data: list[dict[str, Any]], xaxis: dict[str, Any], yaxis: dict[str, Any]) -> Figure:
+    """Traces and their axes. The look every chart shares (transparent backgrounds, colours, the legend
+    below the plot, plotly's buttons) is site.js's, so that a page carries only its own figures."""
+    return {"data": data, "layout": {"xaxis": xaxis, "yaxis": yaxis}}
 
 
-def figure(data: list[dict[str, Any]], xaxis: dict[str, Any], yaxis: dict[str, Any], legend: bool = True) -> Figure:
-    """Wrap traces in the shared layout: transparent backgrounds, relative size, no template.
+def run_chart_data(bundle: Bundle) -> dict[str, list]:
+    """What a run page's charts draw, kept short: site.js makes the three figures from it.
 
-    The page gives each chart its title, so plotly's toolbar has nothing to cover; the legend
-    sits below the plot so that a phone keeps the plot's full width. `legend` shows it even for
-    one trace, so a run with a single context still says which it is.
+    `decode`: a row per context with a value (shortest first) of [concurrency, total tok/s, per-request
+    tok/s or null] per valued cell; `prefill`: [context label, prompt tok/s, TTFT ms or null] per prefill
+    point with a value, shortest context first. Figures are rounded as the charts show them.
     """
-    layout = {
-        "xaxis": xaxis,
-        "yaxis": yaxis,
-        "autosize": True,
-        "paper_bgcolor": TRANSPARENT,
-        "plot_bgcolor": TRANSPARENT,
-        "font": {"color": TEXT_GREY},
-        "colorway": COLORWAY,
-        "hovermode": "closest",
-        "legend": LEGEND,
-        "showlegend": legend,
-        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
-    }
-    return {"data": data, "layout": layout, "config": CONFIG}
-
-
-def log_axis(title_text: str, values: list[float]) -> dict[str, Any]:
-    """A log axis ticked at 1-2-3-5 steps over the values' range ("200", "1K", "5K"), not every digit."""
-    lo, hi = (min(values), max(values)) if values else (1, 10)
-    shown = [(t, text) for t, text in LOG_TICKS if lo / 2 <= t <= hi * 2]
-    return axis(title_text, type="log", tickvals=[t for t, _ in shown], ticktext=[text for _, text in shown])
-
-
-def tick_text(value: float) -> str:
-    """A round axis value as short text: 500, 2K, 10K, 1M."""
-    for size, suffix in ((1e6, "M"), (1e3, "K")):
-        if value >= size:
-            return f"{value / size:g}{suffix}"
-    return f"{value:g}"
-
-
-# The ticks a log axis may show, with their text: 1-2-3-5 steps from 0.1 to 5 x 10^8.
-LOG_TICKS = [(t, tick_text(t)) for t in (step * 10**power for power in range(-1, 9) for step in (1, 2, 3, 5))]
-
-
-class ContextCells(NamedTuple):
-    """One context's valued decode cells, by concurrency, as the decode and latency charts plot them."""
-
-    name: str
-    cells: list[DecodeCell]
-    totals: list[float]  # each cell's total tok/s, rounded (r1)
-
-
-def rows_by_context(bundle: Bundle) -> list[ContextCells]:
-    """Valued decode cells grouped by context label, shortest context first."""
-    groups: dict[int, list[DecodeCell]] = {}
+    rows: dict[int, list[list]] = {}
     for cell in valued_cells(bundle):
-        groups.setdefault(cell.context_tokens, []).append(cell)
-    return [ContextCells(context_label(context), cells, [r1(c.total_tok_s) for c in cells]) for context, cells in groups.items()]
-
-
-def prefill_figure(bundle: Bundle) -> Figure:
-    """Prompt tok/s by context length, one point per prefill context with a value."""
+        per_request = r1(cell.per_request_tok_s) if cell.per_request_tok_s is not None else None
+        rows.setdefault(cell.context_tokens, []).append([cell.concurrency, r1(cell.total_tok_s), per_request])
     points = sorted((p for p in bundle.prefill if prefill_has_value(p)), key=lambda p: p.context_tokens)
-    trace = {
-        "type": "scatter",
-        "mode": "lines+markers",
-        "name": "prefill",
-        "x": [context_label(p.context_tokens) for p in points],
-        "y": [r1(p.prompt_tok_s) for p in points],
-        "customdata": [round(p.ttft_ms) if p.ttft_ms is not None else None for p in points],
-        "hovertemplate": "%{x}: %{y:,.0f} tok/s<br>%{customdata:,} ms TTFT<extra></extra>",
+    return {
+        "decode": [[context_label(context), cells] for context, cells in rows.items()],
+        "prefill": [[context_label(p.context_tokens), r1(p.prompt_tok_s), round(p.ttft_ms) if p.ttft_ms is not None else None]
+                    for p in points],
     }
-    return figure([trace], axis("context", type="category"), axis("prompt tok/s", rangemode="tozero"), legend=False)
-
-
-def decode_figure(rows: list[ContextCells]) -> Figure:
-    """Total decode tok/s against simultaneous requests, a line per context length."""
-    data = [
-        {
-            "type": "scatter",
-            "mode": "lines+markers",
-            "name": name,
-            "x": [c.concurrency for c in cells],
-            "y": totals,
-            "hovertemplate": name + " × %{x}: %{y:,.1f} tok/s<extra></extra>",
-        }
-        for name, cells, totals in rows
-    ]
-    levels = sorted({c.concurrency for row in rows for c in row.cells})
-    return figure(data, log2_axis("simultaneous requests", levels), axis("total tok/s", rangemode="tozero"))
-
-
-def latency_figure(rows: list[ContextCells]) -> Figure:
-    """Per-request tok/s against total tok/s, a line per context.
-
-    Total tok/s is on a log axis, where each doubling of requests moves a point about as far;
-    only the shortest context's points carry their concurrency as a label, lest labels pile up.
-    """
-    data = []
-    for index, (name, cells, totals) in enumerate(rows):
-        known = [(c, total) for c, total in zip(cells, totals) if c.per_request_tok_s is not None]
-        data.append({
-            "type": "scatter",
-            "mode": "lines+markers+text" if index == 0 else "lines+markers",
-            "name": name,
-            "x": [total for _, total in known],
-            "y": [r1(c.per_request_tok_s) for c, _ in known],
-            "text": [str(c.concurrency) for c, _ in known],
-            "textposition": "top center",
-            "hovertemplate": name + " × %{text}: %{x:,.1f} total, %{y:,.1f} per request tok/s<extra></extra>",
-        })
-    totals = [x for trace in data for x in trace["x"]]
-    return figure(data, log_axis("total tok/s", totals), axis("per request tok/s", rangemode="tozero"))
-
-
-def run_figures(bundle: Bundle) -> dict[str, Figure]:
-    """A run page's three charts, keyed by a stable name for element ids."""
-    rows = rows_by_context(bundle)
-    return {"prefill": prefill_figure(bundle), "decode": decode_figure(rows), "latency": latency_figure(rows)}
 
 
 class CellPoint(NamedTuple):

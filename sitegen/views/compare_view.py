@@ -100,9 +100,10 @@ def compare_rows(a: Bundle, b: Bundle, noise: dict[tuple[int, int], bool],
             direction = "" if ratio is None or abs(ratio - 1) < 0.02 else ("ratio-up" if ratio > 1 else "ratio-down")
             if noise.get(key):
                 text, direction = f"≈ {text}", "within-noise"
-            cells.append({"text": text, "class": direction, "n": cell.concurrency,
-                          "a": _cell_text(shown_a.get(key), cell.a_tok_s is not None),
-                          "b": _cell_text(shown_b.get(key), cell.b_tok_s is not None)})
+            sides = _cell_text(shown_b.get(key), cell.b_tok_s is not None), _cell_text(shown_a.get(key), cell.a_tok_s is not None)
+            # Under the ratio, both runs' figures (the compared run first), or one status word that both share.
+            sub = sides[0] if ratio is None and sides[0] == sides[1] else " vs ".join(sides)
+            cells.append({"text": text, "class": direction, "n": cell.concurrency, "sub": sub})
         rows.append({"label": f.context_label(row.context_tokens), "cells": cells})
     return rows
 
@@ -127,10 +128,8 @@ def picker_script(bundle: Bundle, view: runview.RunView) -> str:
         "launch": bundle.launch_command or "",
         "facts": list(compare.section_values(bundle, view.sections).items()),
         "concurrencies": view.concurrencies,
-        "rows": [
-            {"label": row.label, "cells": [{"value": c.value, "note": c.note, "heat": c.heat, "status": c.status} for c in row.cells]}
-            for row in view.matrix
-        ],
+        # A row per context: [label, a [value, note, heat, status] per cell], kept short as every run has one.
+        "rows": [[row.label, [[c.value, c.note, c.heat, c.status] for c in row.cells]] for row in view.matrix],
         "totals": {f"{c.context_tokens}x{c.concurrency}": c.total_tok_s for c in bundle.decode if c.total_tok_s is not None},
         "contexts": {row.label: c for row, c in zip(view.matrix, runview.contexts_of(bundle))},
     }

@@ -43,14 +43,14 @@
     head.appendChild(el("th", "Context"));
     run.concurrencies.forEach(function (n) { head.appendChild(el("th", String(n))); });
     var body = table.createTBody();
-    run.rows.forEach(function (row) {
+    run.rows.forEach(function (row) {  // [label, cells], each cell [value, note, heat, status]
       var tr = body.insertRow();
-      tr.appendChild(el("th", row.label));
-      row.cells.forEach(function (cell) {
-        var td = el("td", null, "cell status-" + (cell.status || "none").toLowerCase().replace(/ /g, "-"));
-        if (cell.heat !== null) td.style.setProperty("--heat", String(cell.heat));
-        ["value", "note"].forEach(function (part) {
-          if (cell[part]) td.appendChild(el("span", cell[part], part));
+      tr.appendChild(el("th", row[0]));
+      row[1].forEach(function (cell) {
+        var td = el("td", null, "cell status-" + (cell[3] || "none").toLowerCase().replace(/ /g, "-"));
+        if (cell[2] !== null) td.style.setProperty("--heat", String(cell[2]));
+        [[cell[0], "value"], [cell[1], "note"]].forEach(function (part) {
+          if (part[0]) td.appendChild(el("span", part[0], part[1]));
         });
         tr.appendChild(td);
       });

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from runner.bundle.formats import context_label
+from runner.bundle.schema import decode_bundle
 from sitegen.build import build_site
 from tests.builders import block_offsite, serve_folder
 from tests.sample_site import MIMO, build_large_site, sample_document, write_content
@@ -61,6 +63,40 @@ def test_charts_render_on_run_and_index_pages(page, site_server: str) -> None:
     assert page.locator(".chart svg.main-svg").count() >= 3
     assert page.locator("#matrix .chart").count() == 0
     assert outside == [] and page.console_errors == []
+
+
+# Each drawn run chart as plotly holds it: its traces' names, points and labels, and the x axis' ticks.
+DRAWN_RUN_CHARTS = """() => Object.fromEntries([...document.querySelectorAll('.chart[data-run-chart]')].map(el => [
+  el.dataset.runChart,
+  {types: el.data.map(t => t.type), traces: el.data.map(t => [t.name, t.x, t.y, t.text || null]), ticks: el.layout.xaxis.tickvals || null}]))"""
+
+
+def test_run_charts_draw_every_cell_with_a_value_from_the_pages_own_data(page, site_server: str, built_site: Path) -> None:
+    run_id = sorted(p.name for p in (built_site / "runs").iterdir())[0]
+    bundle = decode_bundle((built_site / "runs" / run_id / "bundle.json").read_bytes())
+    page.goto(site_server + f"runs/{run_id}/index.html")
+    page.wait_for_function("() => document.querySelectorAll('.chart[data-run-chart] svg.main-svg').length === 3")
+    drawn = page.evaluate(DRAWN_RUN_CHARTS)
+    valued = sorted((c for c in bundle.decode if c.status in ("Valid", "Requests queued") and c.total_tok_s is not None),
+                    key=lambda c: (c.context_tokens, c.concurrency))
+    contexts = sorted({c.context_tokens for c in valued})
+    rows = [[c for c in valued if c.context_tokens == context] for context in contexts]
+    names = [context_label(context) for context in contexts]
+    assert drawn["decode"]["traces"] == [
+        [name, [c.concurrency for c in row], [round(c.total_tok_s, 1) for c in row], None] for name, row in zip(names, rows)]
+    assert drawn["decode"]["ticks"] == sorted({c.concurrency for c in valued})
+    known = [[c for c in row if c.per_request_tok_s is not None] for row in rows]
+    assert drawn["latency"]["traces"] == [
+        [name, [round(c.total_tok_s, 1) for c in row], [round(c.per_request_tok_s, 1) for c in row], [str(c.concurrency) for c in row]]
+        for name, row in zip(names, known)]
+    totals = [c.total_tok_s for row in known for c in row]
+    ticks = drawn["latency"]["ticks"]
+    assert len(ticks) >= 3 and ticks == sorted(ticks) and all(min(totals) / 2.1 <= t <= max(totals) * 2.1 for t in ticks)
+    points = sorted((p for p in bundle.prefill if p.status in ("Valid", "Requests queued")), key=lambda p: p.context_tokens)
+    assert drawn["prefill"]["traces"] == [["prefill", [context_label(p.context_tokens) for p in points],
+                                           [round(p.prompt_tok_s, 1) for p in points], None]]
+    assert {t for chart in drawn.values() for t in chart["types"]} == {"scatter"}, "plotly-basic draws scatter"
+    assert page.console_errors == []
 
 
 def test_compare_picker_keeps_its_choice_in_the_url(page, site_server: str) -> None:

@@ -41,15 +41,15 @@ def test_every_text_of_a_matrix_row_is_escaped() -> None:
 def test_the_measurements_table_escapes_each_value_only_where_one_needs_it() -> None:
     plain = ["Sustained decode", "8K", "4", "Valid", "1,234.5"]
     assert _macro("measurement_rows", table_texts([plain])) == (
-        '<tr class="status-valid"><td>Sustained decode</td><td>8K</td><td>4</td><td>Valid</td><td>1,234.5</td></tr>\n    '
-    )
+        '<tr><td>Sustained decode</td><td>8K</td><td>4</td><td>Valid</td><td>1,234.5</td></tr>\n'
+    ), "a Valid row needs no class: only the others are greyed or coloured"
     html = _macro("measurement_rows", table_texts([plain, ["Prefill", "8K", "1", "Failed", HOSTILE]]))
     assert "<td>Sustained decode</td>" in html
     assert f'<tr class="status-failed"><td>Prefill</td><td>8K</td><td>1</td><td>Failed</td><td>{escape(HOSTILE)}</td></tr>' in html
 
 
 def test_the_ratio_matrix_escapes_its_cells_and_both_runs_figures() -> None:
-    rows = [{"label": "8K", "cells": [{"text": "1.23×", "class": "ratio-up", "n": 4, "a": "1,000.0", "b": HOSTILE}]}]
+    rows = [{"label": "8K", "cells": [{"text": "1.23×", "class": "ratio-up", "n": 4, "sub": f"{HOSTILE} vs 1,000.0"}]}]
     assert _macro("ratio_rows", ratio_texts(rows)) == (
         f'<tr><th scope="row">8K</th><td class="ratio-up"><span class="value">1.23×</span><span class="sub">{escape(HOSTILE)} vs 1,000.0</span></td></tr>'
     )

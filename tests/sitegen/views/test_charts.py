@@ -1,4 +1,4 @@
-"""Charts: plotly-valid, compact, deterministic dicts; the frontier; script-safe JSON."""
+"""Charts: plotly-valid, compact, deterministic dicts; a run page's chart data; the frontier; script-safe JSON."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import random
 import re
 from pathlib import Path
 
+import msgspec
 import plotly
 import plotly.graph_objects as go
 import pytest
@@ -20,7 +21,7 @@ from sitegen.views.charts import (
     index_figure,
     label,
     pareto_frontier,
-    run_figures,
+    run_chart_data,
     run_points,
     runs_frontier,
 )
@@ -28,56 +29,48 @@ from sitegen.views.runview import title
 from tests.builders import HOSTILE, make_bundle
 
 
-def test_run_figures_are_valid_plotly_without_template() -> None:
-    for name, fig in run_figures(make_bundle()).items():
-        go.Figure(data=fig["data"], layout=fig["layout"])  # raises on an invalid property
-        assert "template" not in fig["layout"], name
-        assert fig["config"]["responsive"] is True
-        assert fig["layout"]["paper_bgcolor"] == fig["layout"]["plot_bgcolor"] == "rgba(0,0,0,0)"
+def test_figures_are_valid_plotly_without_template_or_look() -> None:
+    fig = index_figure([make_bundle()])
+    go.Figure(data=fig["data"], layout=fig["layout"])  # raises on an invalid property
+    assert set(fig) == {"data", "layout"}, "plotly's config is site.js's"
+    assert set(fig["layout"]) == {"xaxis", "yaxis"}, "the shared look is site.js's, not each page's"
 
 
-def test_only_cells_with_values_are_plotted() -> None:
+def test_run_charts_carry_only_cells_with_values() -> None:
     bundle = make_bundle()
-    decode = run_figures(bundle)["decode"]
-    plotted = sum(len(trace["x"]) for trace in decode["data"])
+    decode = run_chart_data(bundle)["decode"]
+    plotted = sum(len(cells) for _, cells in decode)
     valued = sum(1 for c in bundle.decode if c.status in ("Valid", "Requests queued"))
     assert plotted == valued == 43
-    row_16k = next(t for t in decode["data"] if t["name"] == "16K")
-    assert 16 not in row_16k["x"]  # Looped
-    assert [t["name"] for t in decode["data"]] == ["8K", "16K", "32K", "64K", "128K", "251K"]
+    rows = dict(decode)
+    assert [name for name, _ in decode] == ["8K", "16K", "32K", "64K", "128K", "251K"]
+    assert 16 not in [cell[0] for cell in rows["16K"]]  # Looped
+    cell = next(c for c in bundle.decode if (c.context_tokens, c.concurrency) == (8192, 4))
+    assert [4, round(cell.total_tok_s, 1), round(cell.per_request_tok_s, 1)] in rows["8K"]
 
 
-def test_prefill_figure_uses_context_labels_in_order() -> None:
-    prefill = run_figures(make_bundle())["prefill"]
-    (trace,) = prefill["data"]
-    assert trace["x"] == ["8K", "16K", "32K", "64K", "128K", "251K", "256K"]
-    assert prefill["layout"]["xaxis"]["type"] == "category"
-    assert all(y == round(y, 1) for y in trace["y"])
+def test_run_charts_keep_a_cell_without_per_request_figure_for_the_decode_chart() -> None:
+    bundle = make_bundle()
+    first = bundle.decode[0]
+    bundle = msgspec.structs.replace(bundle, decode=[msgspec.structs.replace(first, per_request_tok_s=None), *bundle.decode[1:]])
+    rows = dict(run_chart_data(bundle)["decode"])
+    assert rows["8K"][0] == [first.concurrency, round(first.total_tok_s, 1), None]
 
 
-def test_latency_figure_labels_points_by_concurrency() -> None:
-    latency = run_figures(make_bundle())["latency"]
-    first = latency["data"][0]
-    assert first["text"] == ["1", "2", "4", "8", "16", "32", "64", "128"]
-    assert first["y"] == sorted(first["y"], reverse=True)
+def test_run_charts_prefill_points_by_context_in_order() -> None:
+    prefill = run_chart_data(make_bundle())["prefill"]
+    assert [p[0] for p in prefill] == ["8K", "16K", "32K", "64K", "128K", "251K", "256K"]
+    assert all(p[1] == round(p[1], 1) and isinstance(p[2], int) for p in prefill)
 
 
-def test_decode_axis_is_log_with_power_of_two_ticks() -> None:
-    xaxis = run_figures(make_bundle())["decode"]["layout"]["xaxis"]
-    assert xaxis["type"] == "log"
-    assert xaxis["tickvals"] == [1, 2, 4, 8, 16, 32, 64, 128]
-
-
-def test_run_page_figures_are_small() -> None:
-    size = sum(len(figure_script_json(f)) for f in run_figures(make_bundle()).values())
-    assert size < 16_000
+def test_run_page_chart_data_is_small() -> None:
+    assert len(figure_script_json(run_chart_data(make_bundle()))) < 1_500
 
 
 def test_output_is_byte_identical_across_calls() -> None:
     bundles = [make_bundle(), make_bundle("other", scale=1.5)]
     assert figure_script_json(index_figure(bundles)) == figure_script_json(index_figure(bundles[::-1]))
-    first = {k: figure_script_json(v) for k, v in run_figures(bundles[0]).items()}
-    assert first == {k: figure_script_json(v) for k, v in run_figures(make_bundle()).items()}
+    assert figure_script_json(run_chart_data(bundles[0])) == figure_script_json(run_chart_data(make_bundle()))
 
 
 def is_dominated(p: Point, points: list[Point]) -> bool:
@@ -153,7 +146,7 @@ def test_the_site_carries_the_basic_bundle_of_the_plotly_version_the_figures_are
 
 def test_every_chart_uses_only_traces_the_basic_bundle_has() -> None:
     runs = [(f"run {i}", ("H200", "B200")[i % 2], pareto_frontier(run_points(make_bundle(run_id=f"run-{i}", scale=1 + i)))) for i in range(4)]
-    figures = [*run_figures(make_bundle()).values(), index_figure([make_bundle()]), frontier_figure(runs)]
+    figures = [index_figure([make_bundle()]), frontier_figure(runs)]
     assert {trace["type"] for fig in figures for trace in fig["data"]} == {"scatter"}
 
 
