@@ -96,7 +96,7 @@ VIEWS = {"1400": ({"width": 1400, "height": 1000}, "light"), "390": ({"width": 3
          "1400-dark": ({"width": 1400, "height": 1000}, "dark")}
 
 # Every chart drawn, and the drawing hidden behind its text alternative.
-CHARTS_DRAWN = "() => [...document.querySelectorAll('.chart[data-figure]')].every(c => c.querySelector('svg.main-svg[aria-hidden=true]'))"
+CHARTS_DRAWN = "() => [...document.querySelectorAll('.chart')].every(c => c.querySelector('svg.main-svg[aria-hidden=true]'))"
 
 
 @pytest.fixture(scope="module")

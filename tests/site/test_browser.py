@@ -59,7 +59,7 @@ def test_charts_render_on_run_and_index_pages(page, site_server: str) -> None:
     page.goto(site_server + "index.html")
     page.wait_for_selector(".chart[data-figure=fig-frontier] svg.main-svg")
     page.click("#runs-table tbody a >> nth=0")
-    page.wait_for_selector(".chart[data-figure=fig-decode] svg.main-svg")
+    page.wait_for_selector(".chart[data-run-chart=decode] svg.main-svg")
     assert page.locator(".chart svg.main-svg").count() >= 3
     assert page.locator("#matrix .chart").count() == 0
     assert outside == [] and page.console_errors == []
@@ -75,7 +75,7 @@ def test_run_charts_draw_every_cell_with_a_value_from_the_pages_own_data(page, s
     run_id = sorted(p.name for p in (built_site / "runs").iterdir())[0]
     bundle = decode_bundle((built_site / "runs" / run_id / "bundle.json").read_bytes())
     page.goto(site_server + f"runs/{run_id}/index.html")
-    page.wait_for_function("() => document.querySelectorAll('.chart[data-run-chart] svg.main-svg').length === 3")
+    page.wait_for_function("() => [...document.querySelectorAll('.chart[data-run-chart]')].filter(c => c.querySelector('svg.main-svg')).length === 3")
     drawn = page.evaluate(DRAWN_RUN_CHARTS)
     valued = sorted((c for c in bundle.decode if c.status in ("Valid", "Requests queued") and c.total_tok_s is not None),
                     key=lambda c: (c.context_tokens, c.concurrency))
