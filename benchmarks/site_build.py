@@ -50,7 +50,10 @@ COUNTS = ("output_tokens",)
 # sampling much more often takes a noticeable share of a core from the build it measures.
 SAMPLE_S = 0.5
 # docs/scale.md's targets at 10,000 runs (the incremental one at any count).
-TARGETS = {"cold_s": 25.0, "peak_mb": 500.0, "index_kb": 250.0, "incremental_s": 1.0}
+# The targets at 10,000 runs, and where they differ at 100,000: the Pages artifact (a tar of the site)
+# within GitHub Pages' 1 GB at 10,000 runs; the site on disk within 6 GB at 100,000.
+TARGETS = {"cold_s": 25.0, "peak_mb": 500.0, "index_kb": 250.0, "incremental_s": 1.0, "artifact_gb": 1.0}
+TARGETS_100K = {**TARGETS, "cold_s": 200.0, "peak_mb": 1000.0, "artifact_gb": None, "disk_gb": 6.0}
 
 
 def slug(text: str) -> str:
@@ -190,6 +193,20 @@ def disk_mb(folder: Path) -> float:
     return sum(p.lstat().st_blocks * 512 for p in folder.rglob("*")) / 1e6
 
 
+def artifact_mb(folder: Path) -> float:
+    """The size of a tar of the folder, in MB, as GitHub's upload-pages-artifact makes it with GNU tar: a
+    512-byte header per entry (and a name record before one whose "./" path passes 99 characters),
+    each file padded to 512 bytes, two closing blocks, in 10 KiB records."""
+    def padded(size: int) -> int:
+        return -(-size // 512) * 512
+
+    size = 512 + 1024  # the folder's own entry, and the closing blocks
+    for path in folder.rglob("*"):
+        name = len(f"./{path.relative_to(folder).as_posix()}/") if path.is_dir() else len(f"./{path.relative_to(folder).as_posix()}")
+        size += 512 + (512 + padded(name + 1) if name > 99 else 0) + (padded(path.lstat().st_size) if path.is_file() else 0)
+    return -(-size // 10240) * 10240 / 1e6
+
+
 def count_pages(out: Path) -> tuple[int, int]:
     """HTML pages written, and how many of them are comparisons."""
     pages = sum(1 for _ in out.rglob("*.html"))
@@ -220,6 +237,7 @@ def measure(args: argparse.Namespace, work: Path) -> None:
     of it is deleted once the figures are printed.
     """
     at_scale = args.runs >= 10_000
+    targets = TARGETS_100K if args.runs >= 100_000 else TARGETS
     trash = Trash(work)
     bundles = content_folder(work, args.runs, args.seed, trash)
     out = work / "site"
@@ -261,21 +279,24 @@ def measure(args: argparse.Namespace, work: Path) -> None:
     if colds:
         cold = statistics.median(b.wall for b in colds)
         peak = statistics.median(b.peak_mb for b in colds)
-        print(row(f"cold build wall, median of {args.repeat}", f"{cold:.2f} s", f"≤ {TARGETS['cold_s']:g} s" if at_scale else "", cold <= TARGETS["cold_s"] if at_scale else None))
+        print(row(f"cold build wall, median of {args.repeat}", f"{cold:.2f} s", f"≤ {targets['cold_s']:g} s" if at_scale else "", cold <= targets["cold_s"] if at_scale else None))
         print(row("cold build CPU (all processes)", f"{statistics.median(b.cpu for b in colds):.2f} s"))
-        print(row("peak memory (PSS, build + workers)", f"{peak:.0f} MB", f"≤ {TARGETS['peak_mb']:g} MB" if at_scale else "", peak <= TARGETS["peak_mb"] if at_scale else None))
-    print(row("index.html", f"{index_kb:,.1f} KB", f"≤ {TARGETS['index_kb']:g} KB" if at_scale else "", index_kb <= TARGETS["index_kb"] if at_scale else None))
+        print(row("peak memory (PSS, build + workers)", f"{peak:.0f} MB", f"≤ {targets['peak_mb']:g} MB" if at_scale else "", peak <= targets["peak_mb"] if at_scale else None))
+    print(row("index.html", f"{index_kb:,.1f} KB", f"≤ {targets['index_kb']:g} KB" if at_scale else "", index_kb <= targets["index_kb"] if at_scale else None))
     print(row("compare/index.html (picker)", f"{picker_kb:,.1f} KB"))
     print(row("capacity/index.html (ranking)", f"{ranking_kb:,.1f} KB"))
     print(row("data chunks (loaded on demand)", f"{chunks_kb:,.0f} KB"))
     print(row("largest sort order (a first sort loads one)", f"{order_kb:,.0f} KB"))
     print(row("pages written (comparisons)", f"{pages:,} ({comparisons:,})"))
-    print(row("site on disk", f"{disk_mb(out):,.0f} MB"))
+    for name, value, key in (("site on disk (du)", disk_mb(out) / 1000, "disk_gb"),
+                             ("Pages artifact (tar of the site)", artifact_mb(out) / 1000, "artifact_gb")):
+        limit = targets.get(key) if at_scale else None
+        print(row(name, f"{value:,.3f} GB", f"≤ {limit:g} GB" if limit else "", value <= limit if limit else None))
     print(row("first rebuild after one bundle (no stage kept)", f"{first.wall:.2f} s"))
-    print(row("incremental after one bundle, median of 3", f"{incr:.2f} s", f"≤ {TARGETS['incremental_s']:g} s", incr <= TARGETS["incremental_s"]))
+    print(row("incremental after one bundle, median of 3", f"{incr:.2f} s", f"≤ {targets['incremental_s']:g} s", incr <= targets["incremental_s"]))
     print(row("incremental CPU (with interpreter start)", f"{incr_cpu:.2f} s"))
-    print(row("rebuild in `sitegen serve`, median of 3", f"{served_wall:.2f} s", f"≤ {TARGETS['incremental_s']:g} s",
-              served_wall <= TARGETS["incremental_s"]))
+    print(row("rebuild in `sitegen serve`, median of 3", f"{served_wall:.2f} s", f"≤ {targets['incremental_s']:g} s",
+              served_wall <= targets["incremental_s"]))
     print(row("rebuild in `sitegen serve`, CPU", f"{served_cpu:.2f} s"))
     if colds:
         print("each cold build, wall / CPU s: " + ", ".join(f"{b.wall:.2f} / {b.cpu:.2f}" for b in colds))
