@@ -18,8 +18,8 @@ import msgspec
 
 from runner import metrics
 from runner.bundle.schema import ClientCheck, EndpointCheck, ServerCheck, SpeculativeCheck
-from runner.endpoints import EndpointRead
 from runner.client import Trace
+from runner.endpoints import EndpointRead
 
 # Tolerances (Methodology states them). The client's mean time between tokens against the
 # server's mean inter-token latency: relative.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import time
+from pathlib import Path
 
 import msgspec
 import pytest

@@ -29,8 +29,8 @@ from runner.bundle.terminal_text import printable
 from runner.client import Client, Trace, UntrustedCertificate, http_client, wire
 from runner.client.http_client import MAX_ANSWER_BYTES
 from runner.client.wire import MAX_EVENT_BYTES
-from runner.errors import MeasureError, RequestFailed
 from runner.endpoints import MetricsEndpoints
+from runner.errors import MeasureError, RequestFailed
 from tests.engines.scripted_server import JSON, MODELS, ScriptedServer, scripted
 
 BODY = {"model": "scripted", "prompt": "hi", "max_tokens": 8, "stream": True}

@@ -34,8 +34,8 @@ def test_a_cell_stopped_mid_window_leaves_no_stream_or_scrape_running() -> None:
 
     from runner.cell import CellRunner
     from runner.client import Client
-    from runner.prompts import PromptMaker
     from runner.endpoints import MetricsEndpoints
+    from runner.prompts import PromptMaker
     from runner.simulator import SimConfig, start_simulator
 
     async def stop_a_cell() -> list[str]:

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 from runner.bundle.records import read_windows, records_path, window_figures
-from runner.bundle.schema import decode_bundle
 from runner.journal import journal_path
 from runner.simulator import SimConfig
 from tests.builders import measure_simulator
