@@ -22,6 +22,9 @@ _encoder = msgspec.json.Encoder(order="deterministic")
 # Bytes kept of each SHA-256, as an integer: 64 bits tell a site's measurements apart, a build keeps
 # them per run, and integers are counted across every run far faster than strings.
 DIGEST_BYTES = 8
+# A measurement held by more files than this is one many runs share (a degenerate cell), not a copy of
+# one run: it says nothing of any pair of them, and counting its pairs would cost the square of its holders.
+MAX_HOLDERS = 64
 
 
 def digests(bundle: Bundle) -> list[int]:
@@ -52,21 +55,24 @@ def duplicate_problems(claims: Sequence[Claim | Verdict]) -> dict[int, list[Prob
         if earlier != index:
             found[index].append(Problem(claim.path, "$.id", f"id {claim.run_id!r} is already used by {claims[earlier].path}"))
     # Most measurements are in one file only: where every one is, a set says so (in C) and nothing
-    # more is done; else they are counted in one pass, and the files sharing any are counted by pair.
+    # more is done; else each file counts, by file, the holders of its measurements that others hold.
     every = list(itertools.chain.from_iterable(claim.digests for claim in claims))
     if len(set(every)) == len(every):
         return dict(found)
-    repeated = {digest for digest, count in Counter(every).items() if count > 1}
+    repeated = {digest for digest, count in Counter(every).items() if 1 < count <= MAX_HOLDERS}
     owners = itertools.chain.from_iterable(itertools.repeat(index, len(claim.digests)) for index, claim in enumerate(claims))
     holders: dict[int, list[int]] = defaultdict(list)
     for digest, owner in itertools.compress(zip(every, owners), map(repeated.__contains__, every)):
         holders[digest].append(owner)
-    shared = Counter((index, other) for group in holders.values() for index in group for other in group if other != index)
-    for (index, other), count in sorted(shared.items()):
-        claim, copy = claims[index], claims[other]
-        if copy.run_id != claim.run_id and 2 * count >= min(len(claim.digests), len(copy.digests)):
-            found[index].append(Problem(claim.path, "$.id", f"{count} of its measurements are also in {copy.path} "
-                                                            f"(id {copy.run_id!r}): one run submitted twice"))
+    for index, claim in enumerate(claims):
+        shared: Counter[int] = Counter()
+        for group in filter(None, map(holders.get, claim.digests)):
+            shared.update(group)  # counted in C, where a Counter of pairs over every file took seconds and a GB at scale
+        for other in sorted(shared):
+            copy, count = claims[other], shared[other]
+            if other != index and copy.run_id != claim.run_id and 2 * count >= min(len(claim.digests), len(copy.digests)):
+                found[index].append(Problem(claim.path, "$.id", f"{count} of its measurements are also in {copy.path} "
+                                                                f"(id {copy.run_id!r}): one run submitted twice"))
     return dict(found)
 
 
