@@ -33,6 +33,7 @@ from sitegen.importers.captured_page_text import (
 )
 from sitegen.importers.importer import Found, Importer, Source, slug_id
 from sitegen.importers.lines import Line, logical_lines
+from sitegen.pages.text_page import VERIFICATION_HEADING
 from sitegen.views import runview
 from sitegen.views.serving_view import SERVING_TEXT
 
@@ -61,7 +62,8 @@ def read(source: Source) -> Found:
     matrix_lines = parse_block(cur, T.decode_heading, T.decode_caption, (T.table_heading,))
     if cur.find(T.table_heading) is None:
         raise cur.error(f"no {T.table_heading!r} table: it is the source of the page's numbers")
-    table_lines = parse_block(cur, T.table_heading, T.table_caption, SERVING_TEXT.headings)  # index.txt's panels follow
+    # index.txt's panels and its verification follow the table
+    table_lines = parse_block(cur, T.table_heading, T.table_caption, (*SERVING_TEXT.headings, VERIFICATION_HEADING))
     prefill, decode = parse_table(table_lines, cur)
     byline, measured_line, summary_lines = split_header(header)
     submitter, origin = parse_byline(byline.text if byline else None)

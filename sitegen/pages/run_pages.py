@@ -170,7 +170,7 @@ class Renderer:
                    "chart_json": charts.figure_script_json(chart_data), "decode_block": self.decode_block(view), "capacity": capacity_view(bundle), "tail": tail_view(bundle), "serving": loaded.serving, "series_mark": series_mark}
         context["verification"] = shown(self.verifications[path])
         self.stage.write(page.file, render_run_page(self.site.env, bundle, view, context))
-        self.stage.write(run_file(bundle.id, "index.txt"), render_text(view, loaded.serving))
+        self.stage.write(run_file(bundle.id, "index.txt"), render_text(view, loaded.serving, context["verification"]))
         self.stage.write(run_file(bundle.id, "bundle.json"), encode_bundle_compact(bundle))
         self.stage.write(run_file(bundle.id, "measurements.csv"), exports.measurements_csv(bundle))
         self.stage.write(run_file(bundle.id, "picker.js"), picker_script(bundle, view))

@@ -2,20 +2,23 @@
 
 It holds the same words as the page's #matrix element, one item a line, and
 `sitegen import` reads it back into the same bundle; then, where the run records them, the
-served facts and the speculative decoding, energy and endpoint panels, under headings the
-importer stops at.
+served facts and the speculative decoding, energy and endpoint panels, and last the run's
+verification, under headings the importer stops at.
 """
 
 from __future__ import annotations
 
 from runner.bundle.display import PAGE_TEXT as T
 from runner.bundle.terminal_text import printable
+from sitegen.pages.verification import Verification
 from sitegen.views.runview import RunView
 from sitegen.views.serving_view import SERVING_TEXT as S
 from sitegen.views.serving_view import ServingView
 
+VERIFICATION_HEADING = "Verification"  # the last block: what the page says at its top of who vouches for the figures
 
-def render_text(view: RunView, serving: ServingView) -> str:
+
+def render_text(view: RunView, serving: ServingView, verification: Verification | None = None) -> str:
     """Render the views as plain text with blank lines between blocks.
 
     The views' free text (title, engine line, byline, field values, launch command, readings' sources
@@ -42,6 +45,9 @@ def render_text(view: RunView, serving: ServingView) -> str:
     blocks += [[T.table_heading], [T.table_caption], ["\t".join(T.table_header), *("\t".join(r) for r in view.table)]]
     blocks += [[line] for line in view.legend]
     blocks += serving_blocks(serving)
+    if verification:
+        said = [f"{verification.status}: {printable(verification.sentence)}", *map(printable, verification.problems)]
+        blocks += [[VERIFICATION_HEADING], said]
     return "\n\n".join("\n".join(block) for block in blocks) + "\n"
 
 

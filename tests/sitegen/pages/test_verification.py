@@ -13,10 +13,13 @@ from pathlib import Path
 import msgspec
 from click.testing import CliRunner
 
-from runner.bundle.schema import encode_bundle
+from runner.bundle import formats
+from runner.bundle.schema import decode_bundle, encode_bundle
 from runner.bundle.signatures import sign
 from sitegen.build import build_site
 from sitegen.cli import main
+from sitegen.importers.import_files import import_files
+from sitegen.importers.options import ImportOptions
 from tests.builders import make_signing_key, same_as_fresh
 from tests.sample_site import LING, MIMO, sample_run, write_content
 
@@ -59,6 +62,22 @@ def test_an_inconsistent_run_is_marked_on_its_page_the_index_and_the_run_lists(t
     rows = list(csv.reader((site / "runs.csv").open()))
     assert rows[0][-1] == "verification"
     assert {row[0]: row[-1] for row in rows[1:]}[TAMPERED] == "Inconsistent"
+
+
+def test_the_plain_text_says_the_verification_and_still_imports_back(tmp_path: Path) -> None:
+    content = write_content(tmp_path)
+    (content / "runs" / f"{TAMPERED}.json").write_bytes(tampered_run())
+    build_site(content, tmp_path / "site")
+    text = (tmp_path / "site" / "runs" / TAMPERED / "index.txt").read_text()
+    said = text[text.index("\n\nVerification\n\n") + len("\n\nVerification\n\n"):].splitlines()
+    page = verification_of(tmp_path / "site", TAMPERED)
+    assert said[0].startswith("Inconsistent: ") and said[0] in " ".join(page.split())
+    assert said[1:] and all(line in page for line in said[1:]), "each problem the page lists, a line each"
+    written, errors = import_files([tmp_path / "site" / "runs" / TAMPERED / "index.txt"], tmp_path / "imported", ImportOptions())
+    assert not errors
+    imported = decode_bundle(written[0].read_bytes())
+    shown = [(c.status, formats.tok_s(c.total_tok_s)) for c in sample_run(TAMPERED).decode]
+    assert [(c.status, formats.tok_s(c.total_tok_s)) for c in imported.decode] == shown, "the table's figures as printed"
 
 
 def test_strict_leaves_inconsistent_runs_out_and_says_how_many(tmp_path: Path) -> None:
