@@ -3,6 +3,7 @@
 - output tokens ≈ total tok/s × measured for;
 - total tok/s ≈ average active × per-request tok/s;
 - average active ≤ requests at once;
+- requests finished ≤ output tokens + requests at once (each one's last token falls in the window);
 - per-request tok/s no faster than the time between tokens allows (and, in a runner's window, no slower);
 - medians ≤ p90 ≤ p99;
 - prompt tok/s = prompt tokens ÷ TTFT;
@@ -67,6 +68,10 @@ def _window(where: str, cell: DecodeCell, allowed: Tolerances, step_tokens: int)
         if not 1 / allowed.active_factor <= ratio <= allowed.active_factor:
             yield (f"{where}.total_tok_s", f"total {total:g} tok/s, but average active {active:g} × per-request "
                                            f"{per:g} tok/s = {active * per:g}: more than {allowed.active_factor:g} times apart")
+    most = cell.output_tokens + cell.concurrency if cell.output_tokens is not None else None
+    if cell.completed is not None and most is not None and cell.completed > most:
+        yield (f"{where}.completed", f"{cell.completed:,} requests finished, but the window's {cell.output_tokens:,} output "
+                                     f"tokens allow at most {most:,} (each one's last token falls in it)")
     if active is not None and active > cell.concurrency * (1 + FLOAT_SLACK):
         yield (f"{where}.avg_active", f"{active:g} requests active on average, more than the {cell.concurrency} sent at once")
     if per and tbt:

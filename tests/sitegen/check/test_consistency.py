@@ -40,6 +40,12 @@ def test_more_requests_active_than_were_sent(seed_run: Path) -> None:
     assert line.endswith("1.3 requests active on average, more than the 1 sent at once")
 
 
+def test_more_requests_finished_than_the_windows_tokens_allow(seed_run: Path) -> None:
+    edit_json(seed_run, lambda d: d["decode"][2].update(completed=1_000_000))  # 16,047 tokens at 4 at once
+    [line] = check_errors_at(seed_run, "$.decode[2].completed")
+    assert "1,000,000 requests finished" in line and "allow at most" in line
+
+
 def test_per_request_faster_than_the_time_between_tokens(seed_run: Path) -> None:
     edit_json(seed_run, lambda d: d["decode"][0].update(tbt_ms=20.0))  # 20 ms between tokens allows 50 tok/s, not 74.1
     assert check_errors_at(seed_run, "$.decode[0].per_request_tok_s")
