@@ -96,7 +96,8 @@ def test_the_text_page_carries_the_same_facts_and_imports_back(site: Path, tmp_p
     assert "\n8K\t1\t69.7 %\t3.09\t85.6 · 69.6 · 53.8\t900\n" in text
     assert f"\n32K\t{INVALID_ENERGY_CELL[1]}\tInvalid: a gap of 4.2 s in the power samples\n" in text
     assert text.endswith("8K × 16\nhttp://10.0.0.2:8000/metrics: 40 scrapes, slowest 38 ms\n"
-                         "http://10.0.0.3:8000/metrics: 3 of 40 scrapes failed, slowest 2,012 ms\n")
+                         "http://10.0.0.3:8000/metrics: 3 of 40 scrapes failed, slowest 2,012 ms\n"
+                         "\nVerification\n\nImported: from another tool (dev).\n"), "the panels, then the run's verification"
     written, errors = import_files([site / "runs" / SERVED / "index.txt"], tmp_path, ImportOptions())
     assert errors == []
     imported, built = load_bundle(written[0]), load_bundle(site / "runs" / SERVED / "bundle.json")
