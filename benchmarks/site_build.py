@@ -202,7 +202,7 @@ def artifact_mb(folder: Path) -> float:
 
     size = 512 + 1024  # the folder's own entry, and the closing blocks
     for path in folder.rglob("*"):
-        name = len(f"./{path.relative_to(folder).as_posix()}/") if path.is_dir() else len(f"./{path.relative_to(folder).as_posix()}")
+        name = len(f"./{path.relative_to(folder).as_posix()}") + path.is_dir()  # a folder's name ends in "/"
         size += 512 + (512 + padded(name + 1) if name > 99 else 0) + (padded(path.lstat().st_size) if path.is_file() else 0)
     return -(-size // 10240) * 10240 / 1e6
 

@@ -167,7 +167,8 @@ class Renderer:
         page = Page(run_dir(bundle.id))
         chart_data = charts.run_chart_data(bundle)
         context = {**self.site.context(page), "partners": partners, "charts": chart_data,
-                   "chart_json": charts.figure_script_json(chart_data), "decode_block": self.decode_block(view), "capacity": capacity_view(bundle), "tail": tail_view(bundle), "serving": loaded.serving, "series_mark": series_mark}
+                   "chart_json": charts.figure_script_json(chart_data), "decode_block": self.decode_block(view),
+                   "capacity": capacity_view(bundle), "tail": tail_view(bundle), "serving": loaded.serving, "series_mark": series_mark}
         context["verification"] = shown(self.verifications[path])
         self.stage.write(page.file, render_run_page(self.site.env, bundle, view, context))
         self.stage.write(run_file(bundle.id, "index.txt"), render_text(view, loaded.serving, context["verification"]))
