@@ -6,12 +6,15 @@
 - requests finished ≤ output tokens + requests at once (each one's last token falls in the window);
 - per-request tok/s no faster than the time between tokens allows (and, in a runner's window, no slower);
 - medians ≤ p90 ≤ p99;
+- TTFT, to its p99, no longer than a request counted in the window can have waited: from the run's
+  start to the window's end where both are recorded, else a bound from the run's cold prefill;
 - prompt tok/s = prompt tokens ÷ TTFT;
 - a cell measured several times: each figure within its repeats' range, and their spread as stated.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 
 from msgspec import UNSET
@@ -21,9 +24,11 @@ from runner.bundle.repeats import COUNTS, RATES, TAILS, spread_pct
 from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
 from sitegen.check.fields import cell_path, figures, oversized, prefill_path, windows
 from sitegen.check.tolerances import (
+    CLOCK_SLACK_S,
     CONTEXT_AS_PROMPT,
     FLOAT_SLACK,
     REPORTED,
+    TTFT_QUEUE,
     WINDOW,
     Tolerances,
     for_window,
@@ -44,8 +49,10 @@ def consistency_problems(bundle: Bundle) -> Found:
     for window in windows(bundle):
         if not oversized(window.cell):
             yield from _window(window.where, window.cell, for_window(bundle, window.cell), step_tokens)
+    prefill_ttft = {point.context_tokens: point.ttft_ms for point in bundle.prefill if point.ttft_ms and not oversized(point)}
     for where, record in figures(bundle):
         yield from _tails(where, record)
+        yield from _ttft_bound(where, record, bundle.measured_at, prefill_ttft.get(record.context_tokens))
     for index, cell in enumerate(bundle.decode):
         if cell.repeats and not any(map(oversized, [cell, *cell.repeats])):
             yield from _repeats(cell_path(index), cell, cell.repeats)
@@ -93,6 +100,29 @@ def _tails(where: str, cell: DecodeCell) -> Found:
         for (low_name, low), (high_name, high) in zip(ordered, ordered[1:]):
             if high < low * (1 - FLOAT_SLACK):
                 yield f"{where}.{high_name}", f"{high:g} ms, below the {low:g} ms of {low_name}"
+
+
+def _ttft_bound(where: str, cell: DecodeCell, run_started: dt.datetime | None, cold_ttft_ms: float | None) -> Found:
+    """TTFT no longer than a request counted in the window can have waited for its first token.
+
+    Each request counted got its first token by the window's end and was sent after the run began.
+    A window without its start is held to `TTFT_QUEUE` times the run's cold prefill TTFT at its
+    context per request sent at once, plus the window's length, and left unjudged without either.
+    """
+    if cell.window_started_at is not UNSET and run_started is not None and cell.measured_s is not None:
+        waited = cell.window_started_at - run_started
+        longest = (waited.total_seconds() + cell.measured_s + CLOCK_SLACK_S) * 1000
+        reason = "the time from the run's start to the window's end"
+    elif cold_ttft_ms is not None and cell.measured_s is not None:
+        longest = TTFT_QUEUE * cell.concurrency * cold_ttft_ms + cell.measured_s * 1000
+        reason = (f"{TTFT_QUEUE} × {cell.concurrency} at once × the {cold_ttft_ms:g} ms cold prefill at this context "
+                  f"+ the {cell.measured_s:g} s window")
+    else:
+        return
+    for name in TTFT_ORDER:
+        value = getattr(cell, name)
+        if value is not None and value is not UNSET and value > longest:
+            yield f"{where}.{name}", f"{value:g} ms, longer than {reason} allows ({longest:,.0f} ms)"
 
 
 def _repeats(where: str, cell: DecodeCell, repeats: list[DecodeCell]) -> Found:

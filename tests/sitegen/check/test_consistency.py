@@ -83,3 +83,18 @@ def test_a_repeated_cell_outside_its_repeats_and_a_wrong_spread(repeated_run: Pa
     [line] = check_errors_at(path, "$.decode[0].total_tok_s")
     assert "outside its repeats' range" in line
     assert check_errors_at(path, "$.decode[0].total_tok_s_spread_pct")
+
+
+def test_a_ttft_longer_than_the_run_had_been_going(bare_run: Path) -> None:
+    # The window began within seconds of the run's start: no request in it can have waited 1e9 ms.
+    edit_json(bare_run, lambda d: d["decode"][0].update(ttft_ms=1e9, ttft_p90_ms=1e9, ttft_p99_ms=1e9))
+    [line] = check_errors_at(bare_run, "$.decode[0].ttft_ms")
+    assert "longer than the time from the run's start to the window's end allows" in line
+    assert check_errors_at(bare_run, "$.decode[0].ttft_p99_ms")
+
+
+def test_a_ttft_no_queue_behind_the_cold_prefill_explains(seed_run: Path) -> None:
+    # A page records no window's start: its TTFT is held to its own cold prefill at that context.
+    edit_json(seed_run, lambda d: d["decode"][0].update(ttft_ms=1e9))
+    [line] = check_errors_at(seed_run, "$.decode[0].ttft_ms")
+    assert "× 1 at once × the" in line and "cold prefill at this context" in line
