@@ -41,7 +41,7 @@ class Verdict(msgspec.Struct, kw_only=True):
     problems: list[Problem] = []
     run_id: str | None = None
     # Digests of the measurements (decode cells, prefill points) that find a run submitted twice.
-    digests: list[int] = []
+    digests: bytes = b""  # packed (sitegen.check.duplicates.packed)
     signature: SignatureState = "unsigned"
     signer: str | None = None
     records: RecordsState = "absent"

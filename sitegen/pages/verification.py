@@ -15,7 +15,8 @@ import msgspec
 
 from runner.bundle.error_lines import located
 from sitegen.check.checker import CheckContext, check_data
-from sitegen.check.duplicates import Claim, duplicate_problems
+from sitegen.check.duplicate_index import DuplicateIndex, searched
+from sitegen.check.duplicates import Claim, problems_of
 from sitegen.check.verdict import Problem, Verdict
 from sitegen.content.catalog import CACHE_DIR, UNREAD, Piece, RunEntry, Scanned, entry_of, piece_positions
 from sitegen.content.loader import read_input
@@ -103,10 +104,13 @@ def shown(piece: memoryview | bytes) -> Verification:
 
 class Settled(msgspec.Struct, array_like=True):
     """What settling found among a build's runs (`key`: their file names and fingerprints), kept in the
-    state folder: the next build with the same runs takes it rather than searching every run again."""
+    state folder: the next build with the same runs takes it rather than searching every run again, and
+    one whose runs changed a little searches only around them (`index`, made by the same `code`)."""
 
     key: str
     found: dict[str, list[Problem]] = {}  # the problems only the whole set shows, by run id
+    code: str = ""
+    index: DuplicateIndex | None = None
 
 
 SETTLED = CACHE_DIR + "settled"  # a bookkeeping file of the plan (Settled, msgpack)
@@ -116,12 +120,17 @@ def settled(runs: Path, entries: Sequence[RunEntry], verdicts: Sequence[memoryvi
             remembered: Settled | None = None) -> Settled:
     """The problems settling across every run finds (their measurements found under another id, an id
     used twice), by run id; `verdicts` are the runs' VERDICT pieces, in order. Taken from `remembered`
-    where that was found by the same `code` among the same runs (the files of `runs` by name and fingerprint)."""
-    key = fingerprint(msgspec.msgpack.encode([code, str(runs), [(e.name, e.fingerprint) for e in entries]]))
+    where that was found by the same `code` among the same runs (the files of `runs` by name and
+    fingerprint), and its search kept where only the runs differ."""
+    named = [(e.name, e.fingerprint) for e in entries]
+    key = fingerprint(msgspec.msgpack.encode([code, str(runs), named]))
     if remembered is not None and remembered.key == key:
         return remembered
-    found = duplicate_problems([_claim_decoder.decode(piece) for piece in verdicts])
-    return Settled(key, {entries[index].id: problems for index, problems in found.items()})
+    claims = [_claim_decoder.decode(piece) for piece in verdicts]
+    kept = remembered.index if remembered is not None and remembered.code == code else None
+    index = searched(claims, named, kept)
+    found = problems_of(claims, index.copies)
+    return Settled(key, {entries[position].id: problems for position, problems in found.items()}, code, index)
 
 
 def _remembered(state: Path) -> Settled | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from sitegen.check.duplicates import MAX_HOLDERS, Claim, duplicate_problems
+from sitegen.check.duplicates import MAX_HOLDERS, Claim, duplicate_problems, packed
 from tests.builders import edit_json, sitegen_check
 
 
@@ -49,7 +49,7 @@ def test_runs_that_share_a_few_rounded_figures_are_no_duplicates(seed_run: Path)
 
 def test_a_measurement_many_runs_share_is_no_evidence_of_a_copy() -> None:
     common, own = 1, iter(range(2, 10**6))
-    crowd = [Claim(f"runs/r{i}.json", f"r{i}", sorted([common, next(own)])) for i in range(MAX_HOLDERS + 1)]
+    crowd = [Claim(f"runs/r{i}.json", f"r{i}", packed([common, next(own)])) for i in range(MAX_HOLDERS + 1)]
     assert duplicate_problems(crowd) == {}, "one of two measurements in common, held by more files than any copy would be"
     few = crowd[:3]
     assert sorted(duplicate_problems(few)) == [0, 1, 2], "the same share among a few files is a copy's"
