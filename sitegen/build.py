@@ -74,11 +74,11 @@ def build_site(content: Path, out: Path, templates: Path | None = None, jobs: in
         # site before last, kept beside the site, is checked in another while this one reads the runs.
         with bundle_files_beside(runs, jobs) as listed, staged(out, [content / "runs", content / "pages", templates]) as (stage, plan):
             cache, entries = read_runs(runs, plan.state, code, pieces, listed, jobs, progress)
-            with phase("verification"):
+            gc.freeze()  # the run records live to the end: keep the collector (and forked workers' pages) off them
+            with phase("verification"), collector_paused():  # settling makes many objects and no cycles
                 entries, settled = settled_entries(runs, entries, pieces, plan.state, code)
                 built = consistent(entries, piece_positions(pieces)) if strict else entries
                 left_out, entries = len(entries) - len(built), built
-            gc.freeze()  # the run records live to the end: keep the collector (and forked workers' pages) off them
             with phase("content pages, steady runs"):
                 relations = relations_fingerprint(entries)
                 site = Site(

@@ -64,8 +64,13 @@ def _around_changes(claims: Sequence[Claim], runs: list[tuple[str, str]], kept: 
     looked_up = set().union(*(measurements(claims[index]) for index in changed))
     found = _holding(claims, changed, looked_up)
     holders: Holders = {}
+    gone = {owner for owner, index in enumerate(moved) if index is None}
+    in_place = all(index is None or index == owner for owner, index in enumerate(moved))
     for digest, group in kept.holders.items():
         if digest in looked_up:
+            continue
+        if in_place and gone.isdisjoint(group):
+            holders[digest] = group  # no run added or removed before its holders, none of them changed
             continue
         still = sorted(moved[owner] for owner in group if moved[owner] is not None)
         if len(still) != len(group) and len(still) > 1 and counted(len(still)) != counted(len(group)):

@@ -18,7 +18,7 @@ from sitegen.check.checker import CheckContext, check_data
 from sitegen.check.duplicate_index import DuplicateIndex, searched
 from sitegen.check.duplicates import Claim, problems_of
 from sitegen.check.verdict import Problem, Verdict
-from sitegen.content.catalog import CACHE_DIR, UNREAD, Piece, RunEntry, Scanned, entry_of, piece_positions
+from sitegen.content.catalog import CACHE_DIR, UNREAD, Piece, RunEntry, Scanned, entry_of, piece_positions, pieces_at
 from sitegen.content.loader import read_input
 from sitegen.importers.source_requests import source_requests_path
 from sitegen.publish.layout import state_file
@@ -32,7 +32,7 @@ INCONSISTENT = "Inconsistent"
 # The index filter's values, in the order it lists them.
 STATUSES = ("Verified", "Signed", "Imported", "Unsigned", INCONSISTENT, MODIFIED)
 _verdict_decoder = msgspec.msgpack.Decoder(Verdict)
-_claim_decoder = msgspec.msgpack.Decoder(Claim)  # only what finding duplicates reads
+_claim_decoder = msgspec.msgpack.Decoder(Claim)
 
 
 class Verification(msgspec.Struct, frozen=True):
@@ -83,6 +83,11 @@ def _verdict(run: Scanned) -> bytes:
     return msgspec.msgpack.encode(run.shared(verdict_of))
 
 
+def _claim(run: Scanned) -> bytes:
+    verdict = run.shared(verdict_of)
+    return msgspec.msgpack.encode(Claim(verdict.path, verdict.run_id, verdict.digests))
+
+
 def _shown(run: Scanned) -> bytes:
     return msgspec.msgpack.encode(run.shared(shown_of))
 
@@ -92,7 +97,8 @@ def shown_of(run: Scanned) -> Verification:
     return verification(run.shared(verdict_of))
 
 
-VERDICT = Piece("verdict", _verdict)  # the checker's verdict, as msgpack, for settling across runs
+VERDICT = Piece("verdict", _verdict)  # the checker's verdict, as msgpack, for a run settling across runs changed
+CLAIM = Piece("claim", _claim)  # what settling reads of every run's verdict (its Claim), as msgpack: a few hundred bytes
 SHOWN = Piece("verification", _shown)  # the Verification the run's page shows, as msgpack
 _shown_decoder = msgspec.msgpack.Decoder(Verification)
 
@@ -116,17 +122,17 @@ class Settled(msgspec.Struct, array_like=True):
 SETTLED = CACHE_DIR + "settled"  # a bookkeeping file of the plan (Settled, msgpack)
 
 
-def settled(runs: Path, entries: Sequence[RunEntry], verdicts: Sequence[memoryview], code: str,
+def settled(runs: Path, entries: Sequence[RunEntry], pieces: Sequence[memoryview], code: str,
             remembered: Settled | None = None) -> Settled:
     """The problems settling across every run finds (their measurements found under another id, an id
-    used twice), by run id; `verdicts` are the runs' VERDICT pieces, in order. Taken from `remembered`
+    used twice), by run id; `claims` are the runs' CLAIM pieces, in order. Taken from `remembered`
     where that was found by the same `code` among the same runs (the files of `runs` by name and
     fingerprint), and its search kept where only the runs differ."""
     named = [(e.name, e.fingerprint) for e in entries]
     key = fingerprint(msgspec.msgpack.encode([code, str(runs), named]))
     if remembered is not None and remembered.key == key:
         return remembered
-    claims = [_claim_decoder.decode(piece) for piece in verdicts]
+    claims = [_claim_decoder.decode(piece) for piece in pieces]
     kept = remembered.index if remembered is not None and remembered.code == code else None
     index = searched(claims, named, kept)
     found = problems_of(claims, index.copies)
@@ -147,15 +153,15 @@ def settled_entries(runs: Path, entries: list[RunEntry], pieces: Sequence[Piece]
     covers it. Its stamp matches no file: the next build reads it again and settles afresh. Also what
     settling found, for write_settled; the previous build's (from its `state` folder) where it holds
     (the same runs, and the same `code`: the build's code digest)."""
-    position = piece_positions(pieces)[VERDICT.name]
-    found = settled(runs, entries, [e.piece(position) for e in entries], code, _remembered(state))
+    positions = piece_positions(pieces)
+    found = settled(runs, entries, pieces_at(entries, positions[CLAIM.name]), code, _remembered(state))
     if not found.found:
         return entries, found
     remade = []
     for entry in entries:
         problems = found.found.get(entry.id)
         if problems is not None:
-            verdict = _verdict_decoder.decode(entry.piece(position))
+            verdict = _verdict_decoder.decode(entry.piece(positions[VERDICT.name]))
             verdict.problems.extend(problems)
             again = entry_of(runs / entry.name, UNREAD, read_input(runs / entry.name), pieces, known={verdict_of: verdict})
             marked = fingerprint(again.fingerprint.encode() + msgspec.msgpack.encode(verdict.problems))
