@@ -55,7 +55,7 @@ def write_feed(stage: Stage, site: Site, plan: Publication) -> None:
     if not plan.unchanged(Output(FEED_XML, fingerprints(newest) + fingerprints(series_pages.recent_members(site)))):
         updated = newest[0].measured_at if newest and newest[0].measured_at else _EPOCH  # newest first: the latest date
         stage.write(FEED_XML, exports.atom_feed([e.bundle(site.runs) for e in newest], updated,
-                                                [series_pages.notice_entry(flag) for flag in series_pages.flagged(site)]))
+                                                [series_pages.notice_entry(flag) for flag in series_pages.flagged(site, plan)[0]]))
 
 
 RUN_LISTS = Kind(name="run lists", lane="main", write=write_run_lists, pieces=(LISTED_JSON, LISTED_CSV))

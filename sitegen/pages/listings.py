@@ -180,7 +180,7 @@ def write_group_pages(stage: Stage, site: Site, plan: Publication, kind: str, fi
                    facets=[], links=[], compare_url=None, unplotted=[], figure=None, figure_caption="")
 
 
-def write_index(stage: Stage, site: Site, ordered: list[RunSummary], models: Found, gpus: Found, chunks: int, figure: dict[str, str | None],
+def write_index(stage: Stage, site: Site, plan: Publication, ordered: list[RunSummary], models: Found, gpus: Found, chunks: int, figure: dict[str, str | None],
                 statuses: dict[str, str]) -> None:
     """The index: the newest runs' first screen (`ordered`: every run's summary in listing order), the
     filters, the links to each model's and GPU's page, and the chart (`figure`: index_figure)."""
@@ -195,7 +195,7 @@ def write_index(stage: Stage, site: Site, ordered: list[RunSummary], models: Fou
                chunks=chunk_urls(urls, chunks), sorts=sort_urls(urls), scope="", columns=shown_columns(ordered),
                facets=facets(ordered, [status for status in STATUSES if status in statuses.values()]), links=links,
                compare_url=urls.to(PICKER.path), unplotted=[s.model for s in ordered if output_gpu_count(s.gpu_count, s.decode_gpus) is None], **figure,
-               **series_pages.index_notices(site))
+               **series_pages.index_notices(stage, site, plan))
 
 
 def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
@@ -213,7 +213,7 @@ def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
     made = gpu_frontiers(stage, site, plan, by_gpu)  # each declared, whether or not the index renders
     statuses = verification_statuses(site)
     if not plan.unchanged(Output(HOME.file, fingerprints(listed), context=True)):
-        write_index(stage, site, ordered, models, gpus, chunks, index_figure(stage, site, plan, by_gpu, made), statuses)
+        write_index(stage, site, plan, ordered, models, gpus, chunks, index_figure(stage, site, plan, by_gpu, made), statuses)
     write_group_pages(stage, site, plan, "Model", "model_slug", models, model_dir, chunks, statuses)
     write_group_pages(stage, site, plan, "GPU", "gpu_slug", gpus, gpu_dir, chunks, statuses)
     if not plan.unchanged(Output(PICKER.file, facts=(str(len(listed)),), context=True)):  # it shows how many runs, and loads their chunks

@@ -13,12 +13,14 @@ import xml.etree.ElementTree as ET
 
 import msgspec
 
-from sitegen.content.catalog import Piece, RunEntry, Scanned
+from sitegen.content.catalog import CACHE_DIR, Piece, RunEntry, Scanned
 from sitegen.figures.series import Series, SeriesPoint, build_series, series_point
 from sitegen.pages.context import Site, fingerprints, write_page
 from sitegen.pages.exports import TAG_PREFIX, atom_time, sub
 from sitegen.pages.kinds import Kind
+from sitegen.publish.layout import read_kept
 from sitegen.publish.stage import Stage
+from sitegen.rebuild.keys import fingerprint
 from sitegen.rebuild.outputs import Output
 from sitegen.rebuild.plan import Publication
 from sitegen.slug import slugify
@@ -157,21 +159,53 @@ def recent_members(site: Site) -> list[RunEntry]:
     return [e for series_id in recent(site) for e in groups(site)[series_id]]
 
 
-def flagged(site: Site) -> list[Flagged]:
-    """The recent series with notices, newest run first, each by its first notice, for the index and the feed."""
-    found = []
+class SeriesFlags(msgspec.Struct, array_like=True):
+    """Each recent series' flag as a build made it (None: no notice), by series id, with the key of what
+    it was made from (the build's code and its runs' fingerprints): kept in the state folder, so that
+    the next build makes again only the flags of the series whose runs changed."""
+
+    flags: dict[str, tuple[str, Flagged | None]] = {}
+
+
+FLAGS = CACHE_DIR + "series-flags"  # a bookkeeping file of the plan (SeriesFlags, msgpack)
+
+
+def series_flags(site: Site, kept: SeriesFlags | None = None) -> SeriesFlags:
+    """The recent series' flags, each taken from `kept` (the previous build's) where made from the same."""
+    was = kept.flags if kept is not None else {}
+    made = {}
     for series_id in recent(site):
-        s = series_of(site, series_id)
-        if s.notices:
-            first, newest = headline_first(s.notices)[0], s.points[-1]
-            found.append(Flagged(newest.run_id, newest.title, series_dir(s.id), first.figure, notice_text(first),
-                                 atom_time(newest.measured_at), len(s.notices) - 1))
-    return sorted(found, key=lambda f: (f.measured_at, f.run_id), reverse=True)
+        key = fingerprint(msgspec.msgpack.encode([site.code, fingerprints(groups(site)[series_id])]))
+        before = was.get(series_id)
+        made[series_id] = before if before is not None and before[0] == key else (key, _flag(site, series_id))
+    return SeriesFlags(made)
 
 
-def index_notices(site: Site) -> dict[str, object]:
-    """The index's share of the notices: how many the recent series have and the newest few, a line each."""
-    found = flagged(site)
+def _flag(site: Site, series_id: str) -> Flagged | None:
+    """A series' flag: by its first notice, and how many more; None without a notice."""
+    s = series_of(site, series_id)
+    if not s.notices:
+        return None
+    first, newest = headline_first(s.notices)[0], s.points[-1]
+    return Flagged(newest.run_id, newest.title, series_dir(s.id), first.figure, notice_text(first), atom_time(newest.measured_at),
+                   len(s.notices) - 1)
+
+
+def flagged(site: Site, plan: Publication) -> tuple[list[Flagged], SeriesFlags]:
+    """The recent series with notices, newest run first, each by its first notice, for the index and the
+    feed (the flags of the previous build's `plan` taken where made from the same); and the flags made."""
+    made = series_flags(site, read_kept(plan.state, FLAGS, SeriesFlags))
+    found = [flag for _, flag in made.flags.values() if flag is not None]
+    return sorted(found, key=lambda f: (f.measured_at, f.run_id), reverse=True), made
+
+
+def index_notices(stage: Stage, site: Site, plan: Publication) -> dict[str, object]:
+    """The index's share of the notices: how many the recent series have and the newest few, a line each.
+    The flags made are kept for the next build, written only when one changed."""
+    found, made = flagged(site, plan)
+    encoded = msgspec.msgpack.encode(made)
+    if not plan.unchanged(Output(FLAGS, facts=(fingerprint(encoded),))):
+        stage.write(FLAGS, encoded)
     return {"series_flags": found[:INDEX_NOTICES], "series_flags_total": len(found), "series_flags_window": RECENT_RUNS}
 
 

@@ -21,7 +21,7 @@ from sitegen.check.verdict import Problem, Verdict
 from sitegen.content.catalog import CACHE_DIR, UNREAD, Piece, RunEntry, Scanned, entry_of, piece_positions, pieces_at
 from sitegen.content.loader import read_input
 from sitegen.importers.source_requests import source_requests_path
-from sitegen.publish.layout import state_file
+from sitegen.publish.layout import read_kept
 from sitegen.publish.stage import Stage
 from sitegen.rebuild.keys import fingerprint
 from sitegen.rebuild.outputs import Output
@@ -139,14 +139,6 @@ def settled(runs: Path, entries: Sequence[RunEntry], pieces: Sequence[memoryview
     return Settled(key, {entries[position].id: problems for position, problems in found.items()}, code, index)
 
 
-def _remembered(state: Path) -> Settled | None:
-    """What the previous build settled, from its state folder; None when missing or unreadable."""
-    try:
-        return msgspec.msgpack.decode(Path(state_file(state, SETTLED)).read_bytes(), type=Settled)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-        return None
-
-
 def settled_entries(runs: Path, entries: list[RunEntry], pieces: Sequence[Piece], state: Path, code: str) -> tuple[list[RunEntry], Settled]:
     """The entries, with each run that settling across runs changed made again from its bundle with its
     settled verdict: its pieces show it, and its fingerprint (so the key of every output reading it)
@@ -154,7 +146,7 @@ def settled_entries(runs: Path, entries: list[RunEntry], pieces: Sequence[Piece]
     settling found, for write_settled; the previous build's (from its `state` folder) where it holds
     (the same runs, and the same `code`: the build's code digest)."""
     positions = piece_positions(pieces)
-    found = settled(runs, entries, pieces_at(entries, positions[CLAIM.name]), code, _remembered(state))
+    found = settled(runs, entries, pieces_at(entries, positions[CLAIM.name]), code, read_kept(state, SETTLED, Settled))
     if not found.found:
         return entries, found
     remade = []

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 import msgspec
+
+Kept = TypeVar("Kept")
 
 STATE = "state"  # the published site's bookkeeping, in the work folder
 KEPT_STAGE = "stage"  # the site before last, kept for the next build
@@ -49,6 +51,14 @@ def is_bookkeeping(relative: str) -> bool:
 def state_file(state: Path, relative: str) -> str:
     """Where a bookkeeping file of the plan (".cache/head") is in a state folder (state/cache/head)."""
     return f"{state}/{relative[1:]}"
+
+
+def read_kept(state: Path, relative: str, kind: type[Kept]) -> Kept | None:
+    """A bookkeeping file the previous build left in its state folder (msgpack of `kind`); None when missing or unreadable."""
+    try:
+        return msgspec.msgpack.decode(Path(state_file(state, relative)).read_bytes(), type=kind)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
 
 
 def stamp(found: os.stat_result) -> Stamp:

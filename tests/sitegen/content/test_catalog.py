@@ -62,7 +62,7 @@ def test_a_rebuild_writes_only_the_record_file_of_the_run_that_changed(tmp_path:
     build_site(content, out)
     files = lambda: {p.name: p.stat().st_ino for p in catalog.cache_folder(tmp_path / ".site.sitegen" / "state").iterdir()}  # noqa: E731
     before = files()
-    assert len(before) == 3 + 3  # the head, the pairs, what settling found and one record file a run (of 256: three runs meet in none)
+    assert len(before) == 4 + 3  # the head, the pairs, what settling found, the series' notices and a record file a run (of 256)
     path = content / "runs" / f"{MIMO}.json"
     bundle = json.loads(path.read_text())
     bundle["decode"][0]["total_tok_s"] = 999.9  # measured again: the pairs stay

@@ -8,10 +8,13 @@ import datetime as dt
 import random
 from pathlib import Path
 
+from pytest import MonkeyPatch
+
 from runner.bundle.files import write_bundle
 from runner.bundle.schema import Bundle
 from sitegen.build import build_site
 from sitegen.figures.series import series_key
+from sitegen.pages import series_pages
 from sitegen.urls import series_dir
 from tests.builders import make_bundle, same_as_fresh
 from tests.page_text import GOLDEN, matches_golden
@@ -137,4 +140,23 @@ def test_a_changed_older_run_changes_the_newest_runs_notice(tmp_path: Path) -> N
     write_bundle(content / "runs" / f"{runs[5].id}.json", dated_runs(scales[:5] + [0.9])[5])  # the baseline's median: 0.9
     build_site(content, out)
     assert "Regression:" not in newest.read_text()
+    assert same_as_fresh(content, out)
+
+
+def test_a_rebuild_makes_again_only_the_notices_of_the_series_whose_runs_changed(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
+    first = dated_runs(steady(6) + [0.9])  # runs that differ, as measurements do: no one submitted twice
+    other = dated_runs(steady(6, seed=3) + [0.89], prefix="other", gpu_count=4)
+    content = content_of(tmp_path, first + other)
+    out = tmp_path / "site"
+    build_site(content, out, jobs=1)
+    assert (out / "index.html").read_text().count("Regression: Single-stream tok/s") == 2
+    made: list[str] = []
+    flag = series_pages._flag
+    monkeypatch.setattr(series_pages, "_flag", lambda site, series_id: made.append(series_id) or flag(site, series_id))
+    write_bundle(content / "runs" / f"{first[-1].id}.json", dated_runs(steady(7))[-1])  # its regression gone
+    build_site(content, out, jobs=1)
+    assert set(made) == {series_key(first[0]).id}, "the other series' notice is the kept one (the feed and the index each ask)"
+    index = (out / "index.html").read_text()
+    assert index.count("Regression: Single-stream tok/s") == 1 and series_dir(series_key(other[0]).id) in index
+    monkeypatch.undo()
     assert same_as_fresh(content, out)
