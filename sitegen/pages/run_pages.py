@@ -26,7 +26,7 @@ from sitegen.pages.context import TITLE, Site, run_title, write_page
 from sitegen.pages.kinds import Kind, Task
 from sitegen.pages.render import render_run_page
 from sitegen.pages.text_page import render_text
-from sitegen.pages.verification import CLAIM, SHOWN, VERDICT, shown
+from sitegen.pages.verification import CLAIM, SHOWN, VERDICT, Verification, shown
 from sitegen.publish.swap import Publication, Stage
 from sitegen.rebuild.keys import fingerprint
 from sitegen.rebuild.outputs import Output
@@ -123,15 +123,14 @@ class Renderer:
         self.loaded: OrderedDict[str, Loaded] = OrderedDict()
 
     @functools.cached_property
-    def clean(self) -> dict[str, str]:
-        """The fingerprint of each bundle the scan found clean, by path: made in each worker when it first reads."""
-        return {str(self.site.runs / e.name): e.fingerprint for e in self.site.entries if e.clean}
+    def by_name(self) -> dict[str, RunEntry]:
+        """The runs' records by bundle file name: made in each worker when it first renders, without a path for each run."""
+        return {e.name: e for e in self.site.entries}
 
-    @functools.cached_property
-    def verifications(self) -> dict[str, memoryview]:
-        """Each run's SHOWN piece by its bundle's path: what its page says of its verification (its key covers it:
-        the run's fingerprint covers the files beside its bundle, and a run that settling changed gets another)."""
-        return dict(zip((str(self.site.runs / e.name) for e in self.site.entries), self.site.pieces(self.site.entries, SHOWN)))
+    def verification(self, path: str) -> Verification:
+        """What the run's page says of its verification, from its SHOWN piece (its key covers it: the run's
+        fingerprint covers the files beside its bundle, and a run that settling changed gets another)."""
+        return shown(self.site.piece(self.by_name[Path(path).name], SHOWN))
 
     def render(self, task: Task) -> dict[str, int]:
         """Render one task into the stage; returns the site paths it wrote with their inodes, for the
@@ -150,7 +149,9 @@ class Renderer:
         else:
             data = read_input(Path(path))
             # The bytes the scan read and found clean (by hash) decode alone; any others are checked and scrubbed.
-            bundle = decode_clean(data) if self.clean.get(path) == fingerprint(data) else decode_bundle_file(Path(path), data)
+            entry = self.by_name.get(Path(path).name)
+            clean = entry is not None and entry.clean and entry.fingerprint == fingerprint(data)
+            bundle = decode_clean(data) if clean else decode_bundle_file(Path(path), data)
             self.loaded[path] = Loaded(bundle)
             if len(self.loaded) > self.KEEP:
                 self.loaded.popitem(last=False)
@@ -169,7 +170,7 @@ class Renderer:
         context = {**self.site.context(page), "partners": partners, "charts": chart_data,
                    "chart_json": charts.figure_script_json(chart_data), "decode_block": self.decode_block(view),
                    "capacity": capacity_view(bundle), "tail": tail_view(bundle), "serving": loaded.serving, "series_mark": series_mark}
-        context["verification"] = shown(self.verifications[path])
+        context["verification"] = self.verification(path)
         self.stage.write(page.file, render_run_page(self.site.env, bundle, view, context))
         self.stage.write(run_file(bundle.id, "index.txt"), render_text(view, loaded.serving, context["verification"]))
         self.stage.write(run_file(bundle.id, "bundle.json"), encode_bundle_compact(bundle))
