@@ -18,7 +18,7 @@ from sitegen.figures.summary import RunSummary
 from sitegen.pages import series_pages
 from sitegen.pages.context import TITLE, Site, fingerprints, run_title, summary_of, write_page
 from sitegen.pages.kinds import Kind
-from sitegen.pages.verification import SHOWN, STATUSES, shown, shown_of
+from sitegen.pages.verification import STATUS, STATUSES, shown_of
 from sitegen.publish.swap import Publication, Stage
 from sitegen.rebuild.keys import fingerprint
 from sitegen.rebuild.outputs import Output
@@ -64,6 +64,7 @@ RECORD = Piece("record", _record_json)  # its JSON record in the data chunks (in
 SORT_KEYS = Piece("sort_keys", _sort_keys)  # the record's place in each column's order (index_view.sort_keys)
 FRONTIER = Piece("frontier", _frontier)  # its points on the index chart (charts.run_frontier)
 _summary_decoder = msgspec.msgpack.Decoder(RunSummary)
+_status_decoder = msgspec.msgpack.Decoder(str)
 _frontier_decoder = msgspec.msgpack.Decoder(list[charts.Point])
 
 
@@ -161,8 +162,8 @@ Found = dict[str, tuple[str, list[tuple[RunEntry, RunSummary]]]]  # runs grouped
 
 
 def verification_statuses(site: Site) -> dict[str, str]:
-    """Each run's verification status (pages.verification), by id, from its SHOWN piece."""
-    return {e.id: shown(piece).status for e, piece in zip(site.entries, site.pieces(site.entries, SHOWN))}
+    """Each run's verification status (pages.verification), by id, from its STATUS piece."""
+    return {e.id: _status_decoder.decode(piece) for e, piece in zip(site.entries, site.pieces(site.entries, STATUS))}
 
 
 def write_group_pages(stage: Stage, site: Site, plan: Publication, kind: str, field: str, found: Found,
@@ -220,4 +221,4 @@ def write_listings(stage: Stage, site: Site, plan: Publication) -> None:
         write_page(stage, site, "picker.html", PICKER, total=len(ordered), chunks=chunk_urls(PICKER.urls, chunks))
 
 
-KIND = Kind(name="listings", lane="beside", write=write_listings, pieces=(SUMMARY, RECORD, SORT_KEYS, FRONTIER, TITLE, SHOWN))
+KIND = Kind(name="listings", lane="beside", write=write_listings, pieces=(SUMMARY, RECORD, SORT_KEYS, FRONTIER, TITLE, STATUS))

@@ -88,6 +88,10 @@ def _claim(run: Scanned) -> bytes:
     return msgspec.msgpack.encode(Claim(verdict.path, verdict.run_id, verdict.digests))
 
 
+def _status(run: Scanned) -> bytes:
+    return msgspec.msgpack.encode(run.shared(shown_of).status)
+
+
 def _shown(run: Scanned) -> bytes:
     return msgspec.msgpack.encode(run.shared(shown_of))
 
@@ -98,6 +102,7 @@ def shown_of(run: Scanned) -> Verification:
 
 
 VERDICT = Piece("verdict", _verdict)  # the checker's verdict, as msgpack, for a run settling across runs changed
+STATUS = Piece("verification_status", _status)  # its status alone (one of STATUSES), as msgpack: what the listings read
 CLAIM = Piece("claim", _claim)  # what settling reads of every run's verdict (its Claim), as msgpack: a few hundred bytes
 SHOWN = Piece("verification", _shown)  # the Verification the run's page shows, as msgpack
 _shown_decoder = msgspec.msgpack.Decoder(Verification)
