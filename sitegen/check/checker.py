@@ -35,10 +35,11 @@ def check_file(path: Path, context: CheckContext) -> Verdict:
     return check_data(path, data, context)
 
 
-def check_data(path: Path, data: bytes, context: CheckContext) -> Verdict:
+def check_data(path: Path, data: bytes, context: CheckContext, read: Bundle | None = None) -> Verdict:
     """Strictly decode the bytes read from `path` and check the bundle; one that does not decode is
-    inconsistent with the one problem that says why. A build that has read a file calls this."""
-    decoded = decode(path, data)
+    inconsistent with the one problem that says why. A build that has read a file calls this, with the
+    bundle it decoded and checked from the same bytes where the scrub left it as it was (`read`)."""
+    decoded = decode(path, data, read)
     if decoded.bundle is None:
         return Verdict(path=str(path), problems=decoded.problems)
     verdict = check_bundle(path, decoded.bundle, context, decoded.raw)

@@ -44,11 +44,13 @@ def read_bounded(path: Path) -> bytes:
     return files.read_input(path)
 
 
-def decode(path: Path, data: bytes) -> Decoded:
-    """Strictly decode a bundle file's bytes: JSON, the schema, the loader's checks, no unknown field."""
+def decode(path: Path, data: bytes, read: Bundle | None = None) -> Decoded:
+    """Strictly decode a bundle file's bytes: JSON, the schema, the loader's checks, no unknown field.
+    `read`: the bundle the loader decoded from the same bytes and checked (its schema and checks are not
+    done again)."""
     try:
         raw = loader.read_json(path, data)
-        bundle = loader.decoded(path, data, loader.decode_bundle)
+        bundle = read if read is not None else loader.decoded(path, data, loader.decode_bundle)
     except InputError as exc:
         return Decoded(problems=[Problem(exc.path, exc.where, exc.message)])
     try:
@@ -57,7 +59,8 @@ def decode(path: Path, data: bytes) -> Decoded:
         return Decoded(problems=[Problem(str(path), None, "invalid JSON: nested too deeply")])
     problems = [Problem(str(path), where, "unknown field: the schema has no such field") for where in unknown]
     try:
-        loader.check_bundle(bundle, path)
+        if read is None:
+            loader.check_bundle(bundle, path)
     except InputError as exc:
         problems.append(Problem(exc.path, exc.where, exc.message))
     return Decoded(raw=raw, bundle=bundle, problems=problems)

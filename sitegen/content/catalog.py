@@ -58,14 +58,16 @@ ALLOWED_SIGNERS = "allowed_signers"
 class Scanned:
     """A bundle just read (and the path and bytes it was read from), for the pieces made from it: what
     several of them derive (its summary, its listing record) is made once, however many ask (`shared`);
-    `known` gives some of them already made."""
+    `known` gives some of them already made. `clean`: the scrub changed nothing, so `bundle` is also
+    the bytes' bundle as decoded and checked (the checker's, which it then need not decode again)."""
 
-    __slots__ = ("bundle", "path", "data", "_made")
+    __slots__ = ("bundle", "path", "data", "clean", "_made")
 
-    def __init__(self, bundle: Bundle, path: Path, data: bytes, known: dict[Callable, object] | None = None) -> None:
+    def __init__(self, bundle: Bundle, path: Path, data: bytes, known: dict[Callable, object] | None = None, clean: bool = False) -> None:
         self.bundle = bundle
         self.path = path
         self.data = data
+        self.clean = clean
         self._made: dict[Callable, object] = dict(known or {})
 
     def shared(self, make: Callable[[Scanned], T]) -> T:
@@ -166,7 +168,7 @@ def entry_of(path: Path, stamp: Stamp, data: bytes, pieces: Sequence[Piece] = ()
     (`known`: values they share already made, Scanned); its fingerprint hashes the bytes and the stamps
     of the files beside it, which decide everything rendered from it (with the code, in each key)."""
     bundle, clean = read_bundle(path, data)
-    scanned = Scanned(bundle, path, data, known)
+    scanned = Scanned(bundle, path, data, known, clean)
     return RunEntry(
         name=path.name,
         stamp=stamp,
