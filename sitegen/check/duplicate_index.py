@@ -8,7 +8,6 @@ runs changed, the whole search runs again.
 
 from __future__ import annotations
 
-import array
 import bisect
 import itertools
 from collections import defaultdict
@@ -27,6 +26,7 @@ from sitegen.check.duplicates import (
     counted,
     holders_of,
     measurements,
+    packed,
 )
 
 # Beyond this share of the runs changed (or this many, in a small site), the whole search is as quick.
@@ -56,7 +56,7 @@ def _whole(claims: Sequence[Claim], runs: list[tuple[str, str]]) -> DuplicateInd
 def _around_changes(claims: Sequence[Claim], runs: list[tuple[str, str]], kept: DuplicateIndex) -> DuplicateIndex | None:
     """The index found by looking up only the changed runs' measurements; None where the whole search is needed."""
     now = {name: index for index, (name, _) in enumerate(runs)}
-    moved = [now.get(name) if name in now and runs[now[name]] == (name, fingerprint) else None for name, fingerprint in kept.runs]
+    moved = [now[name] if name in now and runs[now[name]] == (name, fingerprint) else None for name, fingerprint in kept.runs]
     unchanged = {index for index in moved if index is not None}
     changed = [index for index in range(len(runs)) if index not in unchanged]
     if len(changed) + moved.count(None) > max(MOST_CHANGED, MOST_CHANGED_SHARE * len(runs)):
@@ -105,7 +105,7 @@ def _holding(claims: Sequence[Claim], changed: list[int], looked_up: set[int]) -
     blob = b"".join(claims[index].digests for index in others)
     starts = list(itertools.accumulate((len(claims[index].digests) for index in others), initial=0))
     for digest in looked_up.intersection(memoryview(blob).cast(DIGEST_TYPE)):
-        pattern = array.array(DIGEST_TYPE, [digest]).tobytes()
+        pattern = packed([digest])
         at = blob.find(pattern)
         while at >= 0:
             if at % DIGEST_BYTES == 0:

@@ -130,7 +130,7 @@ SETTLED = CACHE_DIR + "settled"  # a bookkeeping file of the plan (Settled, msgp
 def settled(runs: Path, entries: Sequence[RunEntry], pieces: Sequence[memoryview], code: str,
             remembered: Settled | None = None) -> Settled:
     """The problems settling across every run finds (their measurements found under another id, an id
-    used twice), by run id; `claims` are the runs' CLAIM pieces, in order. Taken from `remembered`
+    used twice), by run id; `pieces` are the runs' CLAIM pieces, in order. Taken from `remembered`
     where that was found by the same `code` among the same runs (the files of `runs` by name and
     fingerprint), and its search kept where only the runs differ."""
     named = [(e.name, e.fingerprint) for e in entries]
