@@ -106,6 +106,20 @@ def redact_fields(value: T, secrets: Iterable[str] = ()) -> T:
     return value
 
 
+def redact_json(value: object) -> object:
+    """Parsed JSON with every secret out: each string redacted, and the text under a secret-named key
+    (`{"api_key": "K"}`, at any depth) replaced whole. Numbers stay, since counters share the words
+    ("token_iterations")."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redact_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: REDACTED if isinstance(item, str) and item and secret_name(str(key)) else redact_json(item)
+                for key, item in value.items()}
+    return value
+
+
 def known_secrets(api_key: str | None, launch_command: str | None = None,
                   environ: Mapping[str, str] | None = None) -> list[str]:
     """The secret values a run knows and a server may echo back: its API key, the values its launch

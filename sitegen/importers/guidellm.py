@@ -3,23 +3,27 @@
 total tok/s = metrics.output_tokens_per_second.total.mean; per request tok/s = 1000 / the
 median time per output token; TTFT and time between tokens (inter-token latency) = the
 medians of successful requests, with their p90 and p99; context = the mean prompt token count.
+The requests the report keeps of each benchmark (every one, unless a sample size was set) are
+kept with its level (source_requests.py).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 
 from sitegen.errors import InputError
 from sitegen.importers.importer import AtLeastOne, Figure, Importer, Name, Source, Whole, checked_date, decode
+from sitegen.importers.source_requests import ToolRecords, encoded_records
 from sitegen.importers.sweep import Level, SweepFile, Tails, measured_at, tok_s_from_ms
 
 TOOL = "GuideLLM"
 FOLDER_FILES = None  # GuideLLM writes one file wherever --output says
 EPOCH_9999 = 253402300800.0  # the first second of the year 10000, past any datetime
+STATUSES = ("successful", "errored", "incomplete")  # the report's lists of requests, in the order they are kept
 
 
 class Stats(msgspec.Struct, kw_only=True):
@@ -93,9 +97,11 @@ class RequestStats(msgspec.Struct, kw_only=True):
 
 
 class Requests(msgspec.Struct, kw_only=True):
-    """The sampled requests of a benchmark, by status."""
+    """The requests the report kept of a benchmark, by status: each an object (kept as written), errored ones read for their error."""
 
+    successful: list[dict[str, Any]] = []
     errored: list[RequestStats] = []
+    incomplete: list[dict[str, Any]] = []
 
 
 class Benchmark(msgspec.Struct, kw_only=True):
@@ -140,7 +146,7 @@ def read(source: Source) -> SweepFile:
         if concurrency is None:
             rated.append(benchmark.config.strategy.type_)
             continue
-        levels.append(_level(benchmark, path, f"$.benchmarks[{i}]", concurrency))
+        levels.append(_level(benchmark, data["benchmarks"][i], path, f"$.benchmarks[{i}]", concurrency))
     plural = "s are" if len(rated) > 1 else " is"
     left_out = [f"{path.name}: {len(rated)} benchmark{plural} driven by request rate ({', '.join(sorted(set(rated)))}), "
                 "not imported: a matrix cell holds a fixed number of requests at once."] if rated else []
@@ -172,8 +178,9 @@ def _concurrency(strategy: Strategy) -> int | None:
     return strategy.streams if strategy.type_ == "concurrent" else None
 
 
-def _level(benchmark: Benchmark, path: Path, where: str, concurrency: int) -> Level:
-    """One benchmark's figures (`where` in the file at path): latencies of successful requests, throughput over all of them."""
+def _level(benchmark: Benchmark, written: dict, path: Path, where: str, concurrency: int) -> Level:
+    """One benchmark's figures (`where` in the file at path, `written` as parsed): latencies of successful
+    requests, throughput over all of them, and the requests the report kept."""
     m = benchmark.metrics
     prompt = m.prompt_token_count.successful if m.prompt_token_count.successful.count else m.prompt_token_count.total
     ttft, tpot, itl = m.time_to_first_token_ms.successful, m.time_per_output_token_ms.successful, m.inter_token_latency_ms.successful
@@ -187,7 +194,15 @@ def _level(benchmark: Benchmark, path: Path, where: str, concurrency: int) -> Le
         completed=completed, failed=m.request_totals.errored, incomplete=m.request_totals.incomplete, output_tokens=round(m.output_token_count.total.total_sum),
         measured_s=benchmark.duration,
         error=next((r.info.error for r in benchmark.requests.errored if r.info.error), None),
+        requests=_records(written.get("requests") or {}, path, f"{where}.requests"),
     )
+
+
+def _records(requests: dict, path: Path, where: str) -> ToolRecords | None:
+    """Each request the report kept (`requests`, at `where`), successful, errored then incomplete ones; None when it kept none."""
+    kept = [record for status in STATUSES for record in requests.get(status) or []]
+    remedy = "write the report with a smaller sample of requests (GuideLLM's sample size) to import it"
+    return encoded_records(kept, path, where, remedy) if kept else None
 
 
 IMPORTER = Importer(name=TOOL, recognises=recognises, read=read, folder_files=FOLDER_FILES)

@@ -1,11 +1,13 @@
 """Other tools' per-request records, kept beside the bundle imported from their results.
 
-AIPerf writes each request's record to `profile_export.jsonl` beside its summary, and `vllm
-bench serve --save-detailed` writes per-request arrays into its result file. An import keeps
-them all in one file beside the bundle, `<id>.source-requests.jsonl.gz`: gzip-compressed JSON
-lines, as the runner keeps its own records (`<id>.requests.jsonl.gz`), so both are read the
-same way (zcat, jq, pandas) and stay small. Each line is one `SourceRequest`: the bundle's
-cell the request belongs to, the file it came from, and the tool's own record as written.
+AIPerf writes each request's record to `profile_export.jsonl` beside its summary, `vllm bench
+serve --save-detailed` writes per-request arrays into its result file, and GuideLLM keeps each
+benchmark's requests (all, or the sample `--sample-requests` asks for) in its report. An import
+keeps them all in one file beside the bundle, `<id>.source-requests.jsonl.gz`: gzip-compressed
+JSON lines, as the runner keeps its own records (`<id>.requests.jsonl.gz`), so both are read the
+same way (zcat, jq, pandas) and stay small. Each line is one `SourceRequest`: the bundle's cell
+the request belongs to, the file it came from, and the tool's own record as written, with any
+secret in it (a request's authorization header, say) redacted.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import msgspec
 
+from runner.bundle.redact import redact_json
 from sitegen.errors import InputError
 
 SUFFIX = ".source-requests.jsonl.gz"
@@ -22,6 +25,7 @@ SUFFIX = ".source-requests.jsonl.gz"
 # some 3 KB a request), so that a hostile file cannot fill memory or disk.
 RECORDS_MAX_BYTES = 64 * 1024 * 1024
 _object = msgspec.json.Decoder(dict)
+_any = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 
 
@@ -82,13 +86,32 @@ def read_json_lines(path: Path) -> ToolRecords:
     return ToolRecords(path, records)
 
 
+def encoded_records(objects: list[object], file: Path, where: str, remedy: str) -> ToolRecords:
+    """Records a tool wrote inside its result file (parsed JSON, at `where` in `file`), each encoded as
+    one line; refused as a whole, saying `remedy`, when together they are more than an import keeps."""
+    records, size = [], 0
+    for item in objects:
+        record = _encoder.encode(item)
+        size += len(record)
+        checked_size(size, file, where, remedy)
+        records.append(msgspec.Raw(record))
+    return ToolRecords(file, records)
+
+
 def encode_source_requests(cells: list[tuple[tuple[int, int], ToolRecords]]) -> bytes | None:
     """The file's bytes: every record of each (context, concurrency) cell, in cell order; None when there are none."""
     lines = [
-        _encoder.encode(SourceRequest(context=context, concurrency=concurrency, file=_named(found.file), record=record)) + b"\n"
+        _encoder.encode(SourceRequest(context=context, concurrency=concurrency, file=_named(found.file), record=_redacted(record))) + b"\n"
         for (context, concurrency), found in sorted(cells, key=lambda pair: pair[0]) for record in found.records
     ]
     return gzip.compress(b"".join(lines), compresslevel=9, mtime=0) if lines else None
+
+
+def _redacted(record: msgspec.Raw) -> msgspec.Raw:
+    """The record as its tool wrote it, or, where it holds a secret, re-encoded with the secret redacted."""
+    data = _any.decode(record)
+    clean = redact_json(data)
+    return record if clean == data else msgspec.Raw(_encoder.encode(clean))
 
 
 def _named(file: Path) -> str:

@@ -16,7 +16,7 @@ import msgspec
 
 from sitegen.errors import InputError
 from sitegen.importers.importer import AtLeastOne, Figure, Importer, Name, Source, Whole, checked_date, decode
-from sitegen.importers.source_requests import ToolRecords, checked_size
+from sitegen.importers.source_requests import ToolRecords, encoded_records
 from sitegen.importers.sweep import Level, SweepFile, tok_s_from_ms
 
 TOOL = "vllm bench serve"
@@ -26,7 +26,6 @@ FOLDER_FILES = "run=*.json"
 PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "queue_times",
                "generated_texts", "errors")
 SAVE_DETAILED = tuple(name for name in PER_REQUEST if name not in ("latencies", "queue_times"))
-_encoder = msgspec.json.Encoder()
 
 
 class Result(msgspec.Struct, kw_only=True):
@@ -106,13 +105,8 @@ def _records(data: dict, requests: int, path: Path) -> ToolRecords | None:
             found = f"{len(entries):,} entries" if isinstance(entries, list) else "not an array"
             raise InputError(path, f"$.{name}", f"{found}, but the run sent {requests:,} requests (num_prompts): "
                                                 "--save-detailed writes one entry a request")
-    records, size = [], 0
-    for index in range(requests):
-        record = _encoder.encode({name: entries[index] for name, entries in arrays.items()})
-        size += len(record)
-        checked_size(size, path, "$", "save the result without --save-detailed to import it")
-        records.append(msgspec.Raw(record))
-    return ToolRecords(path, records)
+    return encoded_records([{name: entries[index] for name, entries in arrays.items()} for index in range(requests)],
+                           path, "$", "save the result without --save-detailed to import it")
 
 
 def _input_tokens(result: Result) -> float | None:

@@ -1,10 +1,11 @@
-"""Per-request records of AIPerf and vllm bench serve, kept beside the imported bundle.
+"""Per-request records of AIPerf, vllm bench serve and GuideLLM, kept beside the imported bundle.
 
-The detailed fixtures (tests/fixtures/peers/, make_fixtures.sh) were written by the tools
-themselves: AIPerf's `profile_export.jsonl` beside each summary, `vllm bench serve
---save-detailed` files. Every record must come through as the tool wrote it, tagged with the
-cell the bundle shows its level in, as many per level as the tool's own summary counts; a
-records file that is hostile, too big or not JSON lines is one error line and nothing is written.
+The fixtures (tests/fixtures/peers/, make_fixtures.sh) were written by the tools themselves:
+AIPerf's `profile_export.jsonl` beside each summary, `vllm bench serve --save-detailed` files,
+GuideLLM reports with their sampled requests. Every record must come through as the tool wrote
+it, tagged with the cell the bundle shows its level in, as many per level as the tool's own
+summary counts; a records file that is hostile, too big or not JSON lines is one error line and
+nothing is written.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from tests.builders import FIGURES, FIXTURES
 PEERS = FIXTURES / "peers"
 AIPERF_DETAILED = PEERS / "aiperf" / "detailed"
 VLLM_DETAILED = sorted((PEERS / "vllm" / "detailed").glob("*.json"))
+GUIDELLM_STATUSES = ("successful", "errored", "incomplete")
 VLLM_ARRAYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "queue_times", "generated_texts", "errors")
 
 
@@ -107,13 +109,56 @@ def test_vllm_detailed_arrays_are_one_record_a_request_tagged_with_its_cell(path
     assert sum(read(path)["num_prompts"] for path in paths) == len(lines)
 
 
+def test_a_guidellm_request_that_is_not_an_object_is_one_error_line_naming_it(tmp_path: Path) -> None:
+    data = read(PEERS / "guidellm" / "errors.json")
+    data["benchmarks"][0]["requests"]["incomplete"].append(["\x1b[2J", 42])
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(data))
+    at = len(data["benchmarks"][0]["requests"]["incomplete"]) - 1
+    assert import_cli(tmp_path, path) == f"error: {path}:$.benchmarks[0].requests.incomplete[{at}]: expected an object\n"
+
+
 @pytest.mark.parametrize("paths", [
     sorted((PEERS / "vllm" / "held-back").glob("*.json")), [PEERS / "vllm" / "sweep"],
-    sorted((PEERS / "guidellm" / "sweep").glob("*.json")), [PEERS / "aiperf" / "sweep"],
-], ids=["vllm-without-save-detailed", "vllm-sweep", "guidellm", "aiperf-summary-only"])
+    [PEERS / "aiperf" / "sweep"],
+], ids=["vllm-without-save-detailed", "vllm-sweep", "aiperf-summary-only"])
 def test_results_without_per_request_records_write_the_bundle_alone(paths: list[Path], tmp_path: Path) -> None:
     written, errors = import_files(paths, tmp_path, ImportOptions(id="run"))
     assert not errors and [p.name for p in tmp_path.iterdir()] == ["run.json"]
+
+
+def test_a_guidellm_report_that_kept_no_requests_writes_the_bundle_alone(tmp_path: Path) -> None:
+    data = read(PEERS / "guidellm" / "errors.json")
+    for benchmark in data["benchmarks"]:
+        benchmark["requests"] = {status: [] for status in GUIDELLM_STATUSES}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(data))
+    written, errors = import_files([path], tmp_path / "runs", ImportOptions(id="run"))
+    assert not errors and [p.name for p in (tmp_path / "runs").iterdir()] == ["run.json"]
+
+
+@pytest.mark.parametrize("paths", [sorted((PEERS / "guidellm" / "sweep").glob("*.json")), [PEERS / "guidellm" / "errors.json"]],
+                         ids=["sweep", "errors"])
+def test_guidellm_requests_are_kept_as_written_each_tagged_with_its_cell(paths: list[Path], tmp_path: Path) -> None:
+    bundle, lines = imported(paths, tmp_path / "runs")
+    kept = 0
+    for path in paths:
+        mine = [line for line in lines if line["file"] == f"{path.parent.name}/{path.name}"]
+        for benchmark in read(path)["benchmarks"]:
+            m, strategy = benchmark["metrics"], benchmark["config"]["strategy"]
+            cell = cell_of(bundle, m["prompt_token_count"]["successful"]["mean"], strategy["streams"])
+            written = [r for status in GUIDELLM_STATUSES for r in benchmark["requests"][status]]
+            assert written, "the fixtures keep a sample of each benchmark's requests"
+            ours = [line["record"] for line in mine if (line["context"], line["concurrency"]) == (cell.context_tokens, cell.concurrency)]
+            assert ours == written, "every request the report kept, successful, errored then incomplete, as written"
+            sample = benchmark["config"]["sample_size"]
+            for status in GUIDELLM_STATUSES:
+                assert len(benchmark["requests"][status]) == min(sample, m["request_totals"][status]), "GuideLLM's own sample"
+            kept += len(ours)
+    assert kept == len(lines) > 0
+    assert any(line["record"]["info"]["error"] for line in lines)
+    FIGURES.append(f"GuideLLM {', '.join(p.name for p in paths)}: {kept} request records kept in "
+                   f"{source_requests_path(tmp_path / 'runs' / f'{bundle.id}.json').stat().st_size:,} bytes gzip'd")
 
 
 def aiperf_copy(tmp_path: Path) -> Path:
