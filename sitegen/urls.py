@@ -55,8 +55,13 @@ def data_chunk(index: int) -> str:
 
 
 def sort_file(key: str, direction: str) -> str:
-    """One column's ordering of the listings in one direction."""
+    """One column's ordering of the listings in one direction: its first screen of records."""
     return f"data/sort-{key}-{direction}.js"
+
+
+def positions_file(key: str, direction: str) -> str:
+    """The same ordering's every run's place in the data chunks, loaded once the whole set is asked for."""
+    return f"data/positions-{key}-{direction}.js"
 
 
 RUNS_JSON = "runs.json"  # every run's summary, for scripts

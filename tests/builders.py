@@ -282,6 +282,22 @@ def same_as_fresh(content: Path, out: Path) -> bool:
     return tree_digest(out) == tree_digest(fresh)
 
 
+def script_call(script: str, function: str) -> list:
+    """The arguments of the one `window.FUNCTION(...);` call a data script of the site makes."""
+    prefix = f"window.{function}("
+    assert script.startswith(prefix) and script.endswith(");\n"), script[:80]
+    return json.loads("[" + script.removeprefix(prefix).removesuffix(");\n") + "]")
+
+
+def site_order(site: Path, name: str) -> tuple[list[int], list[dict]]:
+    """A listing order the build wrote ("peak-descending"): every run's position in the data chunks,
+    and the order's first screen of records (its two scripts, the first naming the other)."""
+    order, first, positions_path = script_call((site / "data" / f"sort-{name}.js").read_text(), "speedMatrixSort")
+    again, positions = script_call((site / positions_path).read_text(), "speedMatrixPositions")
+    assert order == again == name
+    return positions, first
+
+
 def _without_inodes(path: Path) -> bytes:
     """A file's bytes; for a build manifest, its outputs' keys and files without the files' inodes
     (and nothing of the stamp, which is only the manifest's own inode and change time)."""

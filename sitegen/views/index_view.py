@@ -3,9 +3,10 @@
 A listing shows its first FIRST_SCREEN rows as HTML; every run is also one small record in
 the site's data chunks (`data/runs-N.js`), which the page's script loads on demand to
 search, filter and sort the whole set. The HTML rows and the records are built from the same
-cells, so a column is defined once, here. Each column's orderings are computed here too
-(`data/sort-KEY-DIRECTION.js`: every run's place, and that order's first screen of records),
-so a first sort draws at once from a small file and the browser never compares cells itself.
+cells, so a column is defined once, here. Each column's orderings are computed here too: its
+first screen of records (`data/sort-KEY-DIRECTION.js`), a small file whatever the count, so a
+first sort draws at once, and every run's place (`data/positions-KEY-DIRECTION.js`), loaded
+with the chunks; the browser never compares cells itself.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import msgspec
 
 from runner.bundle import formats as f
 from sitegen.figures.summary import RunSummary
-from sitegen.urls import Urls, data_chunk, sort_file
+from sitegen.urls import Urls, data_chunk, positions_file, sort_file
 from sitegen.views.charts import script_safe
 from sitegen.views.figure_formats import significant
 
@@ -249,9 +250,10 @@ def orderings(keys: list[SortKey]) -> tuple[list[int], list[int]]:
 
 
 class Order(msgspec.Struct, frozen=True):
-    """One column's ordering in one direction: its file and every run's position in the chunks' order."""
+    """One column's ordering in one direction: its two files and every run's position in the chunks' order."""
 
-    path: str
+    path: str  # the first screen's script
+    positions_path: str  # the positions' script
     name: str  # "peak-descending", as the page's script knows it
     positions: list[int]
 
@@ -263,17 +265,20 @@ class Order(msgspec.Struct, frozen=True):
 
 def sort_orders(keys: list[list[SortKey]]) -> list[Order]:
     """Each column's order in each direction; `keys` are each run's sort_keys, in the listing's order."""
-    return [Order(sort_file(key, direction), f"{key}-{direction}", order)
+    return [Order(sort_file(key, direction), positions_file(key, direction), f"{key}-{direction}", order)
             for index, (key, _, _) in enumerate(COLUMNS)
             for direction, order in zip(DIRECTIONS, orderings([k[index] for k in keys]))]
 
 
-def sort_script(order: Order, records: list[bytes], numerals: list[str]) -> str:
-    """An order's script: every run's position and the order's first screen of records (`numerals`:
-    the positions as text, made once for all orders)."""
+def sort_script(order: Order, records: list[bytes]) -> str:
+    """An order's first screen of records, and where its positions are (a site path)."""
     first = script_safe(b",".join([records[i] for i in order.first]).decode())
-    positions = ",".join(map(numerals.__getitem__, order.positions))
-    return f'window.speedMatrixSort("{order.name}",[{positions}],[{first}]);\n'
+    return f'window.speedMatrixSort("{order.name}",[{first}],"{order.positions_path}");\n'
+
+
+def positions_script(order: Order, numerals: list[str]) -> str:
+    """Every run's position in the order (`numerals`: the positions as text, made once for all orders)."""
+    return f'window.speedMatrixPositions("{order.name}",[{",".join(map(numerals.__getitem__, order.positions))}]);\n'
 
 
 def sort_urls(urls: Urls) -> dict[str, str]:

@@ -2,20 +2,23 @@
    The page holds its first screen of rows as HTML. The first search, filter or "Show more"
    (or a pointer on the headers, or focus in the filters, just before one) loads the data chunks (data/runs-N.js: script tags, which work from file://), then draws the
    matching rows a screenful at a time from the same cells the build renders (index_view.row_cells).
-   Orders come from the build too (data/sort-KEY-DIRECTION.js: every run's place in a column's
-   order, and that order's first screen of records), so a first sort of the whole listing draws
-   from that one small file while the chunks load.
+   Orders come from the build too: a column's order's first screen of records
+   (data/sort-KEY-DIRECTION.js), so a first sort of the whole listing draws from that one small
+   file, whatever the count, and every run's place in it (data/positions-KEY-DIRECTION.js),
+   loaded with the chunks.
    window.speedMatrixData.load(done) hands the records to other scripts (the compare picker). */
 (function () {
   "use strict";
 
   var chunks = [];
   var waiting = null;
-  var orders = {};  // by "key-direction": {positions, first}
-  var ordersWaiting = {};
+  var orders = {};  // by "key-direction": {first: its first screen of records, positions: the site path of its places}
+  var places = {};  // by "key-direction": every run's position in the chunks, in that order
+  var waitingFor = {};  // by script URL: the callbacks of a script still loading
 
   window.speedMatrixRuns = function (index, records) { chunks[index] = records; };
-  window.speedMatrixSort = function (name, positions, first) { orders[name] = { positions: positions, first: first }; };
+  window.speedMatrixSort = function (name, first, positions) { orders[name] = { first: first, positions: positions }; };
+  window.speedMatrixPositions = function (name, positions) { places[name] = positions; };
 
   function addScript(url, done) {
     var script = document.createElement("script");
@@ -31,16 +34,29 @@
     urls.forEach(function (url) { addScript(url, function () { pending -= 1; if (!pending) done(); }); });
   }
 
-  /* One column's order in one direction, loaded once; done(order) runs when it has arrived. */
-  function loadOrder(url, name, done) {
-    if (orders[name]) { done(orders[name]); return; }
-    if (ordersWaiting[name]) { ordersWaiting[name].push(done); return; }
-    ordersWaiting[name] = [done];
+  /* A script that sets store[name], loaded once; done() runs when it has arrived (or failed: then store[name] is `missing`). */
+  function loadInto(store, name, url, missing, done) {
+    if (store[name]) { done(); return; }
+    if (waitingFor[url]) { waitingFor[url].push(done); return; }
+    waitingFor[url] = [done];
     addScript(url, function () {
-      var order = orders[name] || { positions: [], first: [] };
-      orders[name] = order;
-      ordersWaiting[name].forEach(function (callback) { callback(order); });
-      delete ordersWaiting[name];
+      store[name] = store[name] || missing;
+      var callbacks = waitingFor[url];
+      delete waitingFor[url];
+      callbacks.forEach(function (callback) { callback(); });
+    });
+  }
+
+  /* One column's order in one direction ({name, url}): its first screen, loaded once. */
+  function loadOrder(order, done) {
+    loadInto(orders, order.name, order.url, { first: [], positions: "" }, done);
+  }
+
+  /* The same order's every run's place (its first screen loaded first), from the site's root. */
+  function loadPlaces(order, root, done) {
+    loadOrder(order, function () {
+      var path = orders[order.name].positions;
+      if (path) loadInto(places, order.name, root + path, [], done); else done();
     });
   }
 
@@ -156,7 +172,7 @@
     }
 
     function draw(records) {
-      var positions = sort ? orders[sort.name].positions : [];
+      var positions = sort ? places[sort.name] || [] : [];
       // An order that did not load (or is not this data's) leaves the listing's own order.
       var ordered = positions.length === records.length ? positions.map(function (p) { return records[p]; }) : records;
       var inScope = scope.length === 2 ? ordered.filter(function (r) { return r[scope[0]] === scope[1]; }) : ordered;
@@ -174,18 +190,23 @@
 
     function update() {
       table.setAttribute("aria-busy", "true");
-      if (sort && !orders[sort.name]) { loadOrder(sort.url, sort.name, update); return; }
+      if (sort && !orders[sort.name]) { loadOrder(sort, update); return; }
       if (sort && load.records === undefined && orders[sort.name].first.length && wholeFirstScreen()) {
         drawRows(orders[sort.name].first, total, total);
         // The rest, for the next step, once this screen is painted (parsing it would hold up the paint):
-        // the other direction's order first, so that a second click on the column finds it while
-        // the chunks are still being parsed.
-        var reverse = sort.reverse;
+        // the other direction's first screen first, so that a second click on the column finds it
+        // while the chunks and this order's places are still being parsed.
+        var current = sort;
         requestAnimationFrame(function () {
-          setTimeout(function () { loadOrder(reverse.url, reverse.name, function () {}); load(urls, function () {}); }, 0);
+          setTimeout(function () {
+            loadOrder(current.reverse, function () {});
+            load(urls, function () {});
+            loadPlaces(current, root, function () {});
+          }, 0);
         });
         return;
       }
+      if (sort && !places[sort.name]) { load(urls, function () {}); loadPlaces(sort, root, update); return; }
       load(urls, draw);
     }
 

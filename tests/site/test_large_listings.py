@@ -16,7 +16,7 @@ from sitegen.figures.capacity import check_target, ranked_run
 from sitegen.views import capacity_view, index_view
 from sitegen.views.capacity_view import ranking
 from sitegen.views.index_view import RunRecord
-from tests.builders import serve_folder
+from tests.builders import serve_folder, site_order
 from tests.sample_site import build_large_site
 
 RUNS = 17
@@ -46,11 +46,10 @@ def _column(page, index: int) -> list[str]:
 
 
 def test_the_build_writes_each_columns_orders_with_their_first_screen(site: Path) -> None:
-    script = (site / "data" / "sort-peak-descending.js").read_text()
-    name, positions, first = json.loads("[" + script.removeprefix("window.speedMatrixSort(").removesuffix(");\n") + "]")
+    positions, first = site_order(site, "peak-descending")
     runs = {r["id"]: r for r in _runs(site)}
     listed = [runs[r["id"]] for r in first]
-    assert name == "peak-descending" and sorted(positions) == list(range(RUNS)) and len(first) == 4
+    assert sorted(positions) == list(range(RUNS)) and len(first) == 4
     assert [r["peak_tok_s"] for r in listed] == sorted((r["peak_tok_s"] for r in runs.values()), reverse=True)[:4]
     assert all(msgspec.json.decode(json.dumps(r).encode(), type=RunRecord) for r in first)
 
@@ -58,15 +57,18 @@ def test_the_build_writes_each_columns_orders_with_their_first_screen(site: Path
 @pytest.mark.browser
 def test_a_first_sort_draws_from_its_order_alone_and_later_steps_use_every_run(page, site: Path, server: str) -> None:
     held: list[object] = []
-    page.route("**/data/runs-*.js", lambda route: held.append(route))  # the chunks do not arrive yet
+    for pattern in ("**/data/runs-*.js", "**/data/positions-*.js"):  # neither the chunks nor the positions arrive yet
+        page.route(pattern, lambda route: held.append(route))
     page.goto(server + "index.html")
     page.click("#runs-table thead th[data-key=peak] button")
     every = sorted((r["peak_tok_s"] for r in _runs(site)), reverse=True)
-    assert [float(v) for v in _column(page, 8)] == every[:4], "the biggest of all runs, with no chunk loaded"
+    assert [float(v) for v in _column(page, 8)] == every[:4], "the biggest of all runs, from the order's first screen alone"
     assert page.text_content("#runs-more") == f"Show 4 more of {RUNS}"
+    page.wait_for_function("() => document.querySelector('script[src$=\"positions-peak-descending.js\"]') !== null")
     for route in held:
         route.continue_()
     page.unroute("**/data/runs-*.js")
+    page.unroute("**/data/positions-*.js")
     page.wait_for_function("() => window.speedMatrixData.load.records !== undefined")
     page.click("#runs-more")
     assert [float(v) for v in _column(page, 8)] == every[:8]

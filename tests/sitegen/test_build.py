@@ -71,10 +71,11 @@ def test_rebuild_after_one_bundle_changes_rerenders_only_that_run(tmp_path: Path
         k: v for k, v in inodes.items() if k != changed.parent.name
     }
     # its folder, comparison, model and GPU pages, the index, the feed, the ranking and its data chunk
-    # holding it, the listings' data chunk holding it, the 24 sort orders, runs.json, runs.csv and its
-    # record in the build cache (the picker, the content pages, the schema, the static files, the pairs,
-    # the series' notices and the other runs' records are reused)
-    assert "(37 outputs rendered, 20 unchanged and reused)" in report
+    # holding it, the listings' data chunk holding it, the 24 sort orders' first screens (each shows it),
+    # runs.json, runs.csv and its record in the build cache (the picker, the content pages, the schema,
+    # the static files, the pairs, the series' notices, the other runs' records and the 24 orders'
+    # positions, which its new figure moved in none, are reused)
+    assert "(37 outputs rendered, 44 unchanged and reused)" in report
     fresh = tmp_path / "fresh"
     build_site(content, fresh)
     assert _tree(fresh) == _tree(out)
@@ -123,8 +124,9 @@ def test_adding_a_run_leaves_the_other_pages_alone(tmp_path: Path) -> None:
     (content / "runs" / "newcomer.json").write_text(json.dumps(bundle))
     report = build_site(content, out)
     # its folder, model and GPU pages, the index and the picker (which counts the runs), the feed, the ranking
-    # and its chunk, the same data, and its record and the pairs in the cache
-    assert "(38 outputs rendered, 23 unchanged and reused)" in report
+    # and its chunk, the same data (the 24 sort orders: their first screens and, one run more, their
+    # positions), and its record and the pairs in the cache
+    assert "(62 outputs rendered, 23 unchanged and reused)" in report
     assert "Newcomer-7B" in (out / "index.html").read_text()
 
 

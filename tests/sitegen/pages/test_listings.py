@@ -13,7 +13,7 @@ from sitegen.content.catalog import cache_folder
 from sitegen.pages import listings
 from sitegen.slug import slugify
 from sitegen.views import charts, index_view
-from tests.builders import same_as_fresh
+from tests.builders import same_as_fresh, site_order
 from tests.sample_site import INKLING, sample_run, write_content
 
 CHANGED = INKLING  # the slowest sample run: another leads until it is sped up
@@ -26,12 +26,6 @@ def _inodes(out: Path, pattern: str) -> dict[str, int]:
 def _group_pages(out: Path) -> dict[str, int]:
     """The model and GPU pages, by path, with their inodes (a page rendered again gets a new one)."""
     return _inodes(out, "models/*/index.html") | _inodes(out, "gpus/*/index.html")
-
-
-def _order(out: Path, name: str) -> tuple[list[int], list[dict]]:
-    script = (out / "data" / f"sort-{name}.js").read_text()
-    _, positions, first = json.loads("[" + script.removeprefix("window.speedMatrixSort(").removesuffix(");\n") + "]")
-    return positions, first
 
 
 @pytest.fixture()
@@ -54,10 +48,10 @@ def test_a_changed_runs_figures_reach_its_chunk_and_the_sort_orders_and_only_its
     out = tmp_path / "site"
     build_site(content, out)
     chunks, groups = _inodes(out, "data/runs-*.js"), _group_pages(out)
-    assert CHANGED not in [r["id"] for r in _order(out, "peak-descending")[1][:1]], "another run leads before the change"
+    assert CHANGED not in [r["id"] for r in site_order(out, "peak-descending")[1][:1]], "another run leads before the change"
     _speed_up(content, 100)
     build_site(content, out)
-    positions, first = _order(out, "peak-descending")
+    positions, first = site_order(out, "peak-descending")
     runs = json.loads((out / "runs.json").read_text())
     fastest = max(runs, key=lambda r: r["peak_tok_s"])
     assert first[0]["id"] == CHANGED == fastest["id"] and first[0]["cells"]["peak"][1] == fastest["peak_tok_s"]
@@ -83,15 +77,17 @@ def test_a_rebuild_writes_again_only_the_sort_orders_the_change_moved_or_shows(
     out = tmp_path / "site"
     build_site(content, out)
     names = [p.name.removeprefix("sort-").removesuffix(".js") for p in sorted((out / "data").glob("sort-*.js"))]
-    before = {name: _order(out, name) for name in names}
-    inodes = _inodes(out, "data/sort-*.js")
+    before = {name: site_order(out, name) for name in names}
+    inodes = _inodes(out, "data/*-*.js")
     _speed_up(content, 100)
     build_site(content, out)
-    after = {name: _order(out, name) for name in names}
-    rewritten = {name for name in names if _inodes(out, "data/sort-*.js")[f"data/sort-{name}.js"] != inodes[f"data/sort-{name}.js"]}
-    moved_or_shown = {name for name in names
-                      if before[name][0] != after[name][0] or CHANGED in (before[name][1][0]["id"], after[name][1][0]["id"])}
-    assert rewritten == moved_or_shown and 0 < len(rewritten) < len(names)
+    after = {name: site_order(out, name) for name in names}
+    rewritten = {path for path, inode in _inodes(out, "data/*-*.js").items() if inodes[path] != inode}
+    shown = {name for name in names if CHANGED in (before[name][1][0]["id"], after[name][1][0]["id"])}
+    moved = {name for name in names if before[name][0] != after[name][0]}
+    assert {path for path in rewritten if "/sort-" in path} == {f"data/sort-{name}.js" for name in shown}, "first screens showing it"
+    assert {path for path in rewritten if "/positions-" in path} == {f"data/positions-{name}.js" for name in moved}, "orders it moved in"
+    assert 0 < len(shown) < len(names) and 0 < len(moved) < len(names)
     assert after["peak-descending"][1][0]["id"] == CHANGED, "a hundred times as fast: it leads"
     assert same_as_fresh(content, out)
 
@@ -113,7 +109,7 @@ def test_a_site_whose_runs_are_all_removed_lists_none_in_its_sort_orders(content
     for bundle in (content / "runs").glob("*.json"):
         bundle.unlink()
     build_site(content, out)
-    assert _order(out, "peak-descending") == ([], []) and same_as_fresh(content, out)
+    assert site_order(out, "peak-descending") == ([], []) and same_as_fresh(content, out)
 
 
 def test_the_index_chart_works_again_only_the_frontier_of_the_changed_runs_gpu_type(

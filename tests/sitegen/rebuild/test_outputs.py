@@ -128,7 +128,7 @@ def test_a_page_type_added_by_its_registration_is_built_and_renders_again_exactl
     assert re.fullmatch(rf"{CHANGED}: [0-9.]+ tok/s\n", card)
     other = sample_run(OTHER)
     assert (out / run_card(OTHER)).read_text() == f"{other.model} on {other.hardware.gpu}: {len(other.decode)} decode cells\n"
-    assert "(63 outputs rendered, 0 unchanged and reused)" in first  # the site's own 57, and the six cards
+    assert "(87 outputs rendered, 0 unchanged and reused)" in first  # the site's own 81, and the six cards
 
     assert "(0 outputs rendered" in build_site(content, out, jobs=2) and _rendered(tmp_path) == []
 
@@ -140,7 +140,7 @@ def test_a_page_type_added_by_its_registration_is_built_and_renders_again_exactl
     assert _rendered(tmp_path) == sorted([run_card(CHANGED), model_card(_model_slug(content, CHANGED))])
     assert (out / model_card(_model_slug(content, CHANGED))).read_text() == f"{CHANGED}: 99999.9 tok/s\n"
     # what the same change renders and reuses of the site's own kinds (tests/sitegen/test_build.py), and the cards
-    assert "(40 outputs rendered, 23 unchanged and reused)" in report
+    assert "(40 outputs rendered, 47 unchanged and reused)" in report
     assert same_as_fresh(content, out)
 
 

@@ -13,13 +13,14 @@ from sitegen.views.index_view import (
     COLUMNS,
     RunRecord,
     orderings,
+    positions_script,
     run_record,
     shown_columns,
     sort_keys,
     sort_orders,
     sort_script,
 )
-from tests.builders import make_bundle, make_served_bundle
+from tests.builders import make_bundle, make_served_bundle, script_call
 
 
 def test_an_order_puts_runs_without_the_figure_last_either_way_and_keeps_ties_in_listing_order() -> None:
@@ -36,13 +37,18 @@ def test_sort_keys_are_the_records_sort_values_text_case_folded_and_none_without
     assert keys["peak"] == record.cells["peak"][1] and isinstance(keys["max_context"], int)
 
 
-def _scripts(records: list[bytes], keys: list) -> dict[str, str]:
-    """Every order's script by its site path."""
-    return {order.path: sort_script(order, records, [str(i) for i in range(len(records))]) for order in sort_orders(keys)}
+def _scripts(records: list[bytes], keys: list) -> dict[str, tuple[str, str]]:
+    """Every order's two scripts (its first screen, its positions) by the first one's site path."""
+    numerals = [str(i) for i in range(len(records))]
+    return {order.path: (sort_script(order, records), positions_script(order, numerals)) for order in sort_orders(keys)}
 
 
-def _script_parts(script: str) -> tuple[str, list[int], list[dict]]:
-    return json.loads("[" + script.removeprefix("window.speedMatrixSort(").removesuffix(");\n") + "]")
+def _script_parts(scripts: tuple[str, str]) -> tuple[str, list[int], list[dict]]:
+    """An order's name, its positions and its first screen of records, from its two scripts."""
+    name, first, positions_path = script_call(scripts[0], "speedMatrixSort")
+    again, positions = script_call(scripts[1], "speedMatrixPositions")
+    assert again == name and positions_path == f"data/positions-{name}.js"
+    return name, positions, first
 
 
 def test_each_columns_orders_rank_the_records_by_their_cells(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,7 +69,7 @@ def test_each_columns_orders_rank_the_records_by_their_cells(monkeypatch: pytest
 
 def test_an_empty_listing_has_empty_orders() -> None:
     scripts = _scripts([], [])
-    assert len(scripts) == 2 * len(COLUMNS) and all(_script_parts(s)[1:] == [[], []] for s in scripts.values())
+    assert len(scripts) == 2 * len(COLUMNS) and all(_script_parts(s)[1:] == ([], []) for s in scripts.values())
 
 
 def test_the_acceptance_column_shows_only_in_listings_with_a_run_that_has_the_figure() -> None:
