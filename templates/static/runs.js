@@ -52,11 +52,14 @@
     loadInto(orders, order.name, order.url, { first: [], positions: "" }, done);
   }
 
-  /* The same order's every run's place (its first screen loaded first), from the site's root. */
+  /* The same order's every run's place (its first screen loaded first), from the site's root; none
+     (the listing's own order) when the order did not load. */
   function loadPlaces(order, root, done) {
     loadOrder(order, function () {
       var path = orders[order.name].positions;
-      if (path) loadInto(places, order.name, root + path, [], done); else done();
+      if (path) { loadInto(places, order.name, root + path, [], done); return; }
+      places[order.name] = [];
+      done();
     });
   }
 

@@ -16,7 +16,7 @@ from sitegen.figures.capacity import check_target, ranked_run
 from sitegen.views import capacity_view, index_view
 from sitegen.views.capacity_view import ranking
 from sitegen.views.index_view import RunRecord
-from tests.builders import serve_folder, site_order
+from tests.builders import script_call, serve_folder, site_order
 from tests.sample_site import build_large_site
 
 RUNS = 17
@@ -38,6 +38,12 @@ def server(site: Path) -> Iterator[str]:
 
 def _runs(site: Path) -> list[dict]:
     return json.loads((site / "runs.json").read_text())
+
+
+def _listed(site: Path) -> list[str]:
+    """The models of the runs in the listing's own order: the data chunks', one after another."""
+    chunks = sorted(site.glob("data/runs-*.js"), key=lambda p: int(p.stem.removeprefix("runs-")))
+    return [r["model"] for chunk in chunks for r in script_call(chunk.read_text(), "speedMatrixRuns")[1]]
 
 
 def _column(page, index: int) -> list[str]:
@@ -89,6 +95,28 @@ def test_a_first_sort_loads_the_other_directions_order_so_a_second_click_needs_n
     every = sorted(r["peak_tok_s"] for r in _runs(site))
     assert [float(v) for v in _column(page, 8)] == every[:4], "the smallest of all runs, with no chunk loaded"
     assert held and page.console_errors == []
+
+
+@pytest.mark.browser
+def test_an_order_that_does_not_load_leaves_the_listing_in_its_own_order(page, site: Path, server: str) -> None:
+    page.route("**/data/sort-peak-*.js", lambda route: route.abort())
+    page.goto(server + "index.html")
+    listed = _listed(site)
+    assert _column(page, 1) == listed[:4]
+    page.click("#runs-table thead th[data-key=peak] button")
+    assert _column(page, 1) == listed[:4] and page.text_content("#runs-more") == f"Show 4 more of {RUNS}"
+
+
+@pytest.mark.browser
+def test_positions_that_do_not_load_leave_the_whole_set_in_the_listings_order(page, site: Path, server: str) -> None:
+    page.route("**/data/positions-*.js", lambda route: route.abort())
+    page.goto(server + "index.html")
+    page.hover("#runs-table thead th[data-key=peak]")  # the chunks load: a sort now orders the whole set
+    page.wait_for_function("() => window.speedMatrixData.load.records !== undefined")
+    page.click("#runs-table thead th[data-key=peak] button")
+    assert _column(page, 1) == _listed(site)[:4]
+    page.click("#runs-more")
+    assert _column(page, 1) == _listed(site)[:8]
 
 
 def _bundles(site: Path) -> list:
