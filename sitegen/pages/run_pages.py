@@ -26,7 +26,7 @@ from sitegen.pages.context import TITLE, Site, run_title, write_page
 from sitegen.pages.kinds import Kind, Task
 from sitegen.pages.render import render_run_page
 from sitegen.pages.text_page import render_text
-from sitegen.pages.verification import CLAIM, SHOWN, VERDICT, Verification, shown
+from sitegen.pages.verification import CLAIM, SHOWN, Verification, shown
 from sitegen.publish.swap import Publication, Stage
 from sitegen.rebuild.keys import fingerprint
 from sitegen.rebuild.outputs import Output
@@ -193,4 +193,4 @@ def render_pages(stage: Stage, renderer: Renderer, tasks: list[Task], jobs: int,
         progress.advance()
 
 
-KIND = Kind(name="run pages", lane="workers", plan=plan_pages, renders={"run": Renderer.run, "compare": Renderer.compare}, pieces=(TITLE, VERDICT, CLAIM, SHOWN))
+KIND = Kind(name="run pages", lane="workers", plan=plan_pages, renders={"run": Renderer.run, "compare": Renderer.compare}, pieces=(TITLE, CLAIM, SHOWN))

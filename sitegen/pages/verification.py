@@ -19,7 +19,7 @@ from sitegen.check.duplicate_index import DuplicateIndex, searched
 from sitegen.check.duplicates import Claim, problems_of
 from sitegen.check.verdict import Problem, Verdict
 from sitegen.content.catalog import CACHE_DIR, UNREAD, Piece, RunEntry, Scanned, entry_of, piece_positions, pieces_at
-from sitegen.content.loader import read_input
+from sitegen.content.loader import read_bundle, read_input
 from sitegen.importers.source_requests import source_requests_path
 from sitegen.publish.layout import read_kept
 from sitegen.publish.stage import Stage
@@ -31,7 +31,6 @@ MODIFIED = "Modified after signing"
 INCONSISTENT = "Inconsistent"
 # The index filter's values, in the order it lists them.
 STATUSES = ("Verified", "Signed", "Imported", "Unsigned", INCONSISTENT, MODIFIED)
-_verdict_decoder = msgspec.msgpack.Decoder(Verdict)
 _claim_decoder = msgspec.msgpack.Decoder(Claim)
 
 
@@ -79,10 +78,6 @@ def verification(verdict: Verdict) -> Verification:
     return Verification("Unsigned", "no one has signed these figures.")
 
 
-def _verdict(run: Scanned) -> bytes:
-    return msgspec.msgpack.encode(run.shared(verdict_of))
-
-
 def _claim(run: Scanned) -> bytes:
     verdict = run.shared(verdict_of)
     return msgspec.msgpack.encode(Claim(verdict.path, verdict.run_id, verdict.digests))
@@ -101,7 +96,6 @@ def shown_of(run: Scanned) -> Verification:
     return verification(run.shared(verdict_of))
 
 
-VERDICT = Piece("verdict", _verdict)  # the checker's verdict, as msgpack, for a run settling across runs changed
 STATUS = Piece("verification_status", _status)  # its status alone (one of STATUSES), as msgpack: what the listings read
 CLAIM = Piece("claim", _claim)  # what settling reads of every run's verdict (its Claim), as msgpack: a few hundred bytes
 SHOWN = Piece("verification", _shown)  # the Verification the run's page shows, as msgpack
@@ -158,13 +152,22 @@ def settled_entries(runs: Path, entries: list[RunEntry], pieces: Sequence[Piece]
     for entry in entries:
         problems = found.found.get(entry.id)
         if problems is not None:
-            verdict = _verdict_decoder.decode(entry.piece(positions[VERDICT.name]))
+            path = runs / entry.name
+            data = read_input(path)
+            verdict = _checked_again(path, data)
             verdict.problems.extend(problems)
-            again = entry_of(runs / entry.name, UNREAD, read_input(runs / entry.name), pieces, known={verdict_of: verdict})
+            again = entry_of(path, UNREAD, data, pieces, known={verdict_of: verdict})
             marked = fingerprint(again.fingerprint.encode() + msgspec.msgpack.encode(verdict.problems))
             entry = msgspec.structs.replace(again, fingerprint=marked)
         remade.append(entry)
     return remade, found
+
+
+def _checked_again(path: Path, data: bytes) -> Verdict:
+    """The checker's verdict on a bundle read again: for the few runs settling changes, rather than a
+    verdict kept with every run."""
+    bundle, clean = read_bundle(path, data)
+    return verdict_of(Scanned(bundle, path, data, clean=clean))
 
 
 def write_settled(stage: Stage, plan: Publication, found: Settled) -> None:
