@@ -1,11 +1,12 @@
 /* speed-matrix: the runs of every listing, searched, filtered and sorted as one set.
    The page holds its first screen of rows as HTML. The first search, filter or "Show more"
-   (or a pointer on the headers, or focus in the filters, just before one) loads the data chunks (data/runs-N.js: script tags, which work from file://), then draws the
-   matching rows a screenful at a time from the same cells the build renders (index_view.row_cells).
+   (or a pointer on or focus in "Show more" or the filters, just before one) loads the data chunks
+   (data/runs-N.js: script tags, which work from file://), then draws the matching rows a
+   screenful at a time from the same cells the build renders (index_view.row_cells).
    Orders come from the build too: a column's order's first screen of records
    (data/sort-KEY-DIRECTION.js), so a first sort of the whole listing draws from that one small
    file, whatever the count, and every run's place in it (data/positions-KEY-DIRECTION.js),
-   loaded with the chunks.
+   loaded with the chunks when the whole set is asked for.
    window.speedMatrixData.load(done) hands the records to other scripts (the compare picker). */
 (function () {
   "use strict";
@@ -196,17 +197,11 @@
       if (sort && !orders[sort.name]) { loadOrder(sort, update); return; }
       if (sort && load.records === undefined && orders[sort.name].first.length && wholeFirstScreen()) {
         drawRows(orders[sort.name].first, total, total);
-        // The rest, for the next step, once this screen is painted (parsing it would hold up the paint):
-        // the other direction's first screen first, so that a second click on the column finds it
-        // while the chunks and this order's places are still being parsed.
-        var current = sort;
-        requestAnimationFrame(function () {
-          setTimeout(function () {
-            loadOrder(current.reverse, function () {});
-            load(urls, function () {});
-            loadPlaces(current, root, function () {});
-          }, 0);
-        });
+        // The other direction's first screen, once this one is painted, so that a second click on the
+        // column draws at once too. The chunks and places wait until the whole set is asked for: on a
+        // large site parsing them would hold the page up after every first sort.
+        var reverse = sort.reverse;
+        requestAnimationFrame(function () { setTimeout(function () { loadOrder(reverse, function () {}); }, 0); });
         return;
       }
       if (sort && !places[sort.name]) { load(urls, function () {}); loadPlaces(sort, root, update); return; }
@@ -239,11 +234,12 @@
       });
     });
     if (more) more.addEventListener("click", function () { limit += screen; update(); });
-    // A reader pointing at the table's headers or entering the filters is about to ask for the
-    // whole set: start loading it then, so the click finds it (nothing is drawn until asked).
+    // A reader pointing at or moving to "Show more", or entering the filters, is about to ask for the
+    // whole set: start loading it then, so the click finds it (nothing is drawn until asked). A sort
+    // needs none of it.
     var prefetch = function () { load(urls, function () {}); };
-    table.tHead.addEventListener("pointerenter", prefetch, { once: true });
     if (more) more.addEventListener("pointerenter", prefetch, { once: true });
+    if (more) more.addEventListener("focus", prefetch, { once: true });
     if (form) form.addEventListener("focusin", prefetch, { once: true });
     if (form) {
       form.hidden = false;

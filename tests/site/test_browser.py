@@ -226,7 +226,7 @@ def _chunk_requests(page) -> list[str]:
     return asked
 
 
-def test_a_large_index_shows_its_first_screen_and_sorts_every_run_after_loading_the_chunks(page, large_site: Path, large_server: str) -> None:
+def test_a_large_index_shows_its_first_screen_and_sorts_every_run_loading_the_chunks_for_more(page, large_site: Path, large_server: str) -> None:
     outside = block_offsite(page, large_server)
     asked = _chunk_requests(page)
     page.goto(large_server + "index.html")
@@ -235,9 +235,10 @@ def test_a_large_index_shows_its_first_screen_and_sorts_every_run_after_loading_
     peaks = [float(v) for v in _column(page, 8)]
     every = sorted((r["peak_tok_s"] for r in _runs(large_site)), reverse=True)
     assert peaks == every[:5], "the biggest of all 23 runs, not of the 5 first shown"
-    page.wait_for_function("() => window.speedMatrixData.load.records !== undefined")  # loaded after the first screen is drawn
-    assert sorted(asked) == [f"runs-{i}.js" for i in range(6)]
+    page.wait_for_function("() => document.querySelector('script[src$=\"sort-peak-ascending.js\"]') !== null")
+    assert asked == [], "a sort needs no chunk"
     page.click("#runs-more")
+    assert sorted(asked) == [f"runs-{i}.js" for i in range(6)]
     assert [float(v) for v in _column(page, 8)] == every[:10]
     page.click("#runs-table thead th[data-key=peak] button")
     assert [float(v) for v in _column(page, 8)] == sorted(every)[:5], "a new order starts again at one screen"
@@ -245,11 +246,14 @@ def test_a_large_index_shows_its_first_screen_and_sorts_every_run_after_loading_
     assert outside == [] and page.console_errors == []
 
 
-def test_pointing_at_the_headers_loads_the_chunks_and_draws_nothing_until_asked(page, large_server: str) -> None:
+@pytest.mark.parametrize("approach", ["hover", "focus"])
+def test_pointing_at_or_tabbing_to_show_more_loads_the_chunks_and_draws_nothing_until_asked(page, large_server: str, approach: str) -> None:
     asked = _chunk_requests(page)
     page.goto(large_server + "index.html")
     first = _column(page, 1)
     page.hover("#runs-table thead th[data-key=model]")
+    assert asked == [], "pointing at a header loads nothing: a sort needs no chunk"
+    getattr(page, approach)("#runs-more")
     page.wait_for_function("() => window.speedMatrixData && window.speedMatrixData.load.records !== undefined")
     assert sorted(asked) == [f"runs-{i}.js" for i in range(6)]
     assert _column(page, 1) == first and page.get_attribute("#runs-table", "aria-busy") is None
