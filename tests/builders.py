@@ -292,7 +292,7 @@ def script_call(script: str, function: str) -> list:
 def site_order(site: Path, name: str) -> tuple[list[int], list[dict]]:
     """A listing order the build wrote ("peak-descending"): every run's position in the data chunks,
     and the order's first screen of records (its two scripts, the first naming the other)."""
-    order, first, positions_path = script_call((site / "data" / f"sort-{name}.js").read_text(), "speedMatrixSort")
+    order, first, positions_path = script_call((site / "data" / f"sort-{name}.js").read_text(), "speedMatrixFirstScreen")
     again, positions = script_call((site / positions_path).read_text(), "speedMatrixPositions")
     assert order == again == name
     return positions, first

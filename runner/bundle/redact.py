@@ -107,17 +107,38 @@ def redact_fields(value: T, secrets: Iterable[str] = ()) -> T:
 
 
 def redact_json(value: object) -> object:
-    """Parsed JSON with every secret out: each string redacted, and the text under a secret-named key
-    (`{"api_key": "K"}`, at any depth) replaced whole. Numbers stay, since counters share the words
-    ("token_iterations")."""
+    """Parsed JSON with every secret out: each string redacted, and the text a secret-named key holds
+    (`{"api_key": "K"}`, `{"auth": ["user", "pw"]}`, at any depth) replaced whole, as are the values of
+    headers written as pairs (`[["X-Api-Key", "K"]]`, `{"name": "Authorization", "value": "K"}`).
+    Figures stay, since measurements share the words ("time_to_first_token": {"value": 80.1, "unit": "ms"}):
+    a value holding any number is checked key by key instead."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, list):
+        if len(value) == 2 and _secret_label(value[0]) and value[1]:
+            return [value[0], REDACTED]
         return [redact_json(item) for item in value]
     if isinstance(value, dict):
-        return {key: REDACTED if isinstance(item, str) and item and secret_name(str(key)) else redact_json(item)
+        if _secret_label(value.get("name")) and value.get("value"):
+            return {**{key: redact_json(item) for key, item in value.items()}, "value": REDACTED}
+        return {key: REDACTED if _only_text(item) and secret_name(str(key)) else redact_json(item)
                 for key, item in value.items()}
     return value
+
+
+def _only_text(value: object) -> bool:
+    """Whether a value is text through and through (a string, or containers of them), with some text in it."""
+    if isinstance(value, str):
+        return bool(value)
+    if isinstance(value, (list, dict)):
+        items = list(value.values() if isinstance(value, dict) else value)
+        return any(_only_text(item) for item in items) and all(item is None or _only_text(item) for item in items)
+    return False
+
+
+def _secret_label(value: object) -> bool:
+    """Whether a header pair's name says it holds a secret."""
+    return isinstance(value, str) and secret_name(value)
 
 
 def known_secrets(api_key: str | None, launch_command: str | None = None,

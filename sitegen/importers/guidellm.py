@@ -3,8 +3,8 @@
 total tok/s = metrics.output_tokens_per_second.total.mean; per request tok/s = 1000 / the
 median time per output token; TTFT and time between tokens (inter-token latency) = the
 medians of successful requests, with their p90 and p99; context = the mean prompt token count.
-The requests the report keeps of each benchmark (every one, unless a sample size was set) are
-kept with its level (source_requests.py).
+The requests the report keeps of each benchmark (the sample its sample size allows) are kept
+with its level (source_requests.py).
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ import msgspec
 
 from sitegen.errors import InputError
 from sitegen.importers.importer import AtLeastOne, Figure, Importer, Name, Source, Whole, checked_date, decode
-from sitegen.importers.source_requests import ToolRecords, encoded_records
+from sitegen.importers.source_requests import ToolRecords, checked_size, encoded_records
 from sitegen.importers.sweep import Level, SweepFile, Tails, measured_at, tok_s_from_ms
 
 TOOL = "GuideLLM"
 FOLDER_FILES = None  # GuideLLM writes one file wherever --output says
 EPOCH_9999 = 253402300800.0  # the first second of the year 10000, past any datetime
 STATUSES = ("successful", "errored", "incomplete")  # the report's lists of requests, in the order they are kept
+TOO_MANY = "write the report with a smaller sample of requests (GuideLLM's sample size) to import it"
 
 
 class Stats(msgspec.Struct, kw_only=True):
@@ -147,6 +148,7 @@ def read(source: Source) -> SweepFile:
             rated.append(benchmark.config.strategy.type_)
             continue
         levels.append(_level(benchmark, data["benchmarks"][i], path, f"$.benchmarks[{i}]", concurrency))
+    checked_size(sum(len(r) for level in levels if level.requests for r in level.requests.records), path, "$.benchmarks", TOO_MANY)
     plural = "s are" if len(rated) > 1 else " is"
     left_out = [f"{path.name}: {len(rated)} benchmark{plural} driven by request rate ({', '.join(sorted(set(rated)))}), "
                 "not imported: a matrix cell holds a fixed number of requests at once."] if rated else []
@@ -201,8 +203,7 @@ def _level(benchmark: Benchmark, written: dict, path: Path, where: str, concurre
 def _records(requests: dict, path: Path, where: str) -> ToolRecords | None:
     """Each request the report kept (`requests`, at `where`), successful, errored then incomplete ones; None when it kept none."""
     kept = [record for status in STATUSES for record in requests.get(status) or []]
-    remedy = "write the report with a smaller sample of requests (GuideLLM's sample size) to import it"
-    return encoded_records(kept, path, where, remedy) if kept else None
+    return encoded_records(kept, path, where, TOO_MANY) if kept else None
 
 
 IMPORTER = Importer(name=TOOL, recognises=recognises, read=read, folder_files=FOLDER_FILES)

@@ -2,7 +2,7 @@
 
 AIPerf writes each request's record to `profile_export.jsonl` beside its summary, `vllm bench
 serve --save-detailed` writes per-request arrays into its result file, and GuideLLM keeps each
-benchmark's requests (all, or the sample `--sample-requests` asks for) in its report. An import
+benchmark's requests (a sample, its size set by `--sample-requests`) in its report. An import
 keeps them all in one file beside the bundle, `<id>.source-requests.jsonl.gz`: gzip-compressed
 JSON lines, as the runner keeps its own records (`<id>.requests.jsonl.gz`), so both are read the
 same way (zcat, jq, pandas) and stay small. Each line is one `SourceRequest`: the bundle's cell
@@ -25,12 +25,11 @@ SUFFIX = ".source-requests.jsonl.gz"
 # some 3 KB a request), so that a hostile file cannot fill memory or disk.
 RECORDS_MAX_BYTES = 64 * 1024 * 1024
 _object = msgspec.json.Decoder(dict)
-_any = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 
 
 class ToolRecords(msgspec.Struct, frozen=True):
-    """One file's per-request records, each the JSON object its tool wrote for one request."""
+    """One file's per-request records, each the JSON object its tool wrote for one request (secrets redacted)."""
 
     file: Path
     records: list[msgspec.Raw]
@@ -77,12 +76,13 @@ def read_json_lines(path: Path) -> ToolRecords:
         if not line:
             continue
         try:
-            _object.decode(line)
+            record = _object.decode(line)
         except msgspec.ValidationError:
             raise InputError(path, f"line {number}", "not a JSON object: each line holds one request's record") from None
         except (msgspec.DecodeError, RecursionError) as exc:
             raise InputError(path, f"line {number}", f"invalid JSON: {exc}") from None
-        records.append(msgspec.Raw(line))
+        clean = _without_secrets(record, path, f"line {number}")
+        records.append(msgspec.Raw(line) if clean is record else msgspec.Raw(_encoder.encode(clean)))
     return ToolRecords(path, records)
 
 
@@ -91,27 +91,30 @@ def encoded_records(objects: list[object], file: Path, where: str, remedy: str) 
     one line; refused as a whole, saying `remedy`, when together they are more than an import keeps."""
     records, size = [], 0
     for item in objects:
-        record = _encoder.encode(item)
+        record = _encoder.encode(_without_secrets(item, file, where))
         size += len(record)
         checked_size(size, file, where, remedy)
         records.append(msgspec.Raw(record))
     return ToolRecords(file, records)
 
 
+def _without_secrets(record: object, file: Path, where: str) -> object:
+    """The parsed record with every secret redacted (redact_json), or the record itself where it held none;
+    one nested too deeply to walk is refused, at `where` in `file`."""
+    try:
+        clean = redact_json(record)
+        return record if clean == record else clean
+    except RecursionError:
+        raise InputError(file, where, "nested too deeply to check for secrets") from None
+
+
 def encode_source_requests(cells: list[tuple[tuple[int, int], ToolRecords]]) -> bytes | None:
     """The file's bytes: every record of each (context, concurrency) cell, in cell order; None when there are none."""
     lines = [
-        _encoder.encode(SourceRequest(context=context, concurrency=concurrency, file=_named(found.file), record=_redacted(record))) + b"\n"
+        _encoder.encode(SourceRequest(context=context, concurrency=concurrency, file=_named(found.file), record=record)) + b"\n"
         for (context, concurrency), found in sorted(cells, key=lambda pair: pair[0]) for record in found.records
     ]
     return gzip.compress(b"".join(lines), compresslevel=9, mtime=0) if lines else None
-
-
-def _redacted(record: msgspec.Raw) -> msgspec.Raw:
-    """The record as its tool wrote it, or, where it holds a secret, re-encoded with the secret redacted."""
-    data = _any.decode(record)
-    clean = redact_json(data)
-    return record if clean == data else msgspec.Raw(_encoder.encode(clean))
 
 
 def _named(file: Path) -> str:

@@ -1,5 +1,6 @@
 """Each run's verification as the site shows it: the checker's verdict (sitegen.check), made once when
-the run's bundle is read (a piece, kept with its entry) and settled across the runs at every build.
+the run's bundle is read (what its pages and the settling need of it kept as pieces with its entry)
+and settled across the runs at every build.
 
 A run's page, its index row and its lines of runs.json and runs.csv say one of: verified (signed by
 whom, its raw records recomputing), signed, modified after signing, imported from another tool, or

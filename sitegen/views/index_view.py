@@ -273,7 +273,7 @@ def sort_orders(keys: list[list[SortKey]]) -> list[Order]:
 def sort_script(order: Order, records: list[bytes]) -> str:
     """An order's first screen of records, and where its positions are (a site path)."""
     first = script_safe(b",".join([records[i] for i in order.first]).decode())
-    return f'window.speedMatrixSort("{order.name}",[{first}],"{order.positions_path}");\n'
+    return f'window.speedMatrixFirstScreen("{order.name}",[{first}],"{order.positions_path}");\n'
 
 
 def positions_script(order: Order, numerals: list[str]) -> str:

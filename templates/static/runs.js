@@ -18,7 +18,7 @@
   var waitingFor = {};  // by script URL: the callbacks of a script still loading
 
   window.speedMatrixRuns = function (index, records) { chunks[index] = records; };
-  window.speedMatrixSort = function (name, first, positions) { orders[name] = { first: first, positions: positions }; };
+  window.speedMatrixFirstScreen = function (name, first, positions) { orders[name] = { first: first, positions: positions }; };
   window.speedMatrixPositions = function (name, positions) { places[name] = positions; };
 
   function addScript(url, done) {
@@ -176,7 +176,9 @@
     }
 
     function draw(records) {
-      var positions = sort ? places[sort.name] || [] : [];
+      // The chunks may arrive after the reader chose another order: its places come first.
+      if (sort && !places[sort.name]) { loadPlaces(sort, root, update); return; }
+      var positions = sort ? places[sort.name] : [];
       // An order that did not load (or is not this data's) leaves the listing's own order.
       var ordered = positions.length === records.length ? positions.map(function (p) { return records[p]; }) : records;
       var inScope = scope.length === 2 ? ordered.filter(function (r) { return r[scope[0]] === scope[1]; }) : ordered;
@@ -236,11 +238,15 @@
     if (more) more.addEventListener("click", function () { limit += screen; update(); });
     // A reader pointing at or moving to "Show more", or entering the filters, is about to ask for the
     // whole set: start loading it then, so the click finds it (nothing is drawn until asked). A sort
-    // needs none of it.
-    var prefetch = function () { load(urls, function () {}); };
-    if (more) more.addEventListener("pointerenter", prefetch, { once: true });
-    if (more) more.addEventListener("focus", prefetch, { once: true });
-    if (form) form.addEventListener("focusin", prefetch, { once: true });
+    // of the whole listing needs none of it; one of a model's or GPU's runs needs it all.
+    var prefetch = function () {
+      load(urls, function () {});
+      if (sort) loadPlaces(sort, root, function () {});
+    };
+    if (more) more.addEventListener("pointerenter", prefetch);
+    if (more) more.addEventListener("focus", prefetch);
+    if (form) form.addEventListener("focusin", prefetch);
+    if (scope.length === 2) table.tHead.addEventListener("pointerenter", prefetch, { once: true });
     if (form) {
       form.hidden = false;
       form.addEventListener("submit", function (event) { event.preventDefault(); });

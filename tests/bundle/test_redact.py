@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.bundle.redact import redact
+from runner.bundle.redact import REDACTED, redact, redact_json
 
 REDACTION_CASES = [
     ("vllm serve m --api-key sk-abc123 --port 8000", "vllm serve m --api-key <redacted> --port 8000"),
@@ -34,3 +34,19 @@ def test_redact(command: str, expected: str) -> None:
 
 def test_redact_given_secret_anywhere() -> None:
     assert redact("error: key plainvalue rejected", ["plainvalue"]) == "error: key <redacted> rejected"
+
+
+JSON_CASES = [
+    ({"api_key": "K", "max_token": 5}, {"api_key": REDACTED, "max_token": 5}),
+    ({"auth": ["user", "pw"], "token": {"value": "abc", "note": None}}, {"auth": REDACTED, "token": REDACTED}),
+    ({"headers": [["X-Api-Key", "K"], ["Accept", "json"]]}, {"headers": [["X-Api-Key", REDACTED], ["Accept", "json"]]}),
+    ([{"name": "Authorization", "value": "Bearer Z"}], [{"name": "Authorization", "value": REDACTED}]),
+    ({"note": "curl -u me:pw https://h"}, {"note": "curl -u me:<redacted> https://h"}),
+    # A measurement whose name holds a secret word keeps its figure and its unit.
+    ({"time_to_first_token": {"value": 80.1, "unit": "ms"}}, {"time_to_first_token": {"value": 80.1, "unit": "ms"}}),
+]
+
+
+@pytest.mark.parametrize(("value", "expected"), JSON_CASES)
+def test_redact_json(value: object, expected: object) -> None:
+    assert redact_json(value) == expected

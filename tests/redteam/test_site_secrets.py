@@ -80,6 +80,8 @@ def _aiperf_with_secrets(folder: Path, out: Path) -> Path:
         for line in lines:
             line["metadata"]["api_key"] = "sk-eq-abcdef"
             line["metadata"]["url"] = "https://user:bearer-secret-42@host/v1"
+            line["metadata"]["credentials"] = {"value": "pair-secret-7"}
+            line["metadata"]["headers"] = [["X-Api-Key", "pair-secret-7"], {"name": "Authorization", "value": "pair-secret-7"}]
         jsonl.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return out
 
@@ -94,7 +96,7 @@ def test_import_redacts_secrets_in_the_tools_per_request_records(tmp_path: Path,
     assert result.exit_code == 0, result.output
     [records] = (tmp_path / "runs").glob("*.source-requests.jsonl.gz")
     text = gzip.decompress(records.read_bytes()).decode()
-    assert "bearer-secret-42" not in text and "sk-eq-abcdef" not in text
+    assert "bearer-secret-42" not in text and "sk-eq-abcdef" not in text and "pair-secret-7" not in text
     lines = [json.loads(line) for line in text.splitlines()]
     assert lines and all("<redacted>" in json.dumps(line["record"]) for line in lines)
     assert all(isinstance(line["record"], dict) for line in lines), "each record stays a JSON object"

@@ -96,6 +96,33 @@ def test_a_first_sort_loads_the_other_directions_order_so_a_second_click_needs_n
 
 
 @pytest.mark.browser
+def test_a_sort_chosen_while_the_chunks_load_orders_them_once_they_arrive(page, site: Path, server: str) -> None:
+    held: list[object] = []
+    page.route("**/data/runs-*.js", lambda route: held.append(route))
+    page.goto(server + "index.html")
+    page.click("#runs-more")  # asks for the chunks, which do not arrive yet
+    page.click("#runs-table thead th[data-key=peak] button")
+    every = sorted((r["peak_tok_s"] for r in _runs(site)), reverse=True)
+    page.wait_for_function("() => document.querySelectorAll('#runs-table tbody tr').length === 4")
+    for route in held:
+        route.continue_()
+    page.unroute("**/data/runs-*.js")
+    page.wait_for_function("() => window.speedMatrixData.load.records !== undefined")
+    assert [float(v) for v in _column(page, 8)] == every[:4], "the rows the chunks brought, in the chosen order"
+    assert page.get_attribute("#runs-table thead th[data-key=peak]", "aria-sort") == "descending"
+
+
+@pytest.mark.browser
+def test_a_model_pages_sort_loads_its_chunks_when_a_pointer_reaches_the_headers(page, site: Path, server: str) -> None:
+    asked: list[str] = []
+    page.on("request", lambda r: "/data/" in r.url and asked.append(r.url.rsplit("/", 1)[1]))
+    page.goto(server + "models/beta-1b/index.html")
+    page.hover("#runs-table thead th[data-key=peak]")
+    page.wait_for_function("() => window.speedMatrixData.load.records !== undefined")
+    assert {name for name in asked if name.startswith("runs-")} == {f"runs-{i}.js" for i in range(4)}
+
+
+@pytest.mark.browser
 def test_an_order_that_does_not_load_leaves_the_listing_in_its_own_order(page, site: Path, server: str) -> None:
     page.route("**/data/sort-peak-*.js", lambda route: route.abort())
     page.goto(server + "index.html")

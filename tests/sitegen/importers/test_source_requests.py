@@ -184,7 +184,8 @@ def import_cli(tmp_path: Path, *sources: Path) -> str:
     (b"42", "not a JSON object: each line holds one request's record"),
     (b'{"metrics": NaN}', "invalid JSON: JSON is malformed: invalid character (byte 12)"),
     (b'{"a":' * 5000 + b"1" + b"}" * 5000, "invalid JSON: maximum recursion depth exceeded while deserializing an object"),
-], ids=["truncated", "terminal-escapes", "not-utf8", "array", "number", "nan", "nested"])
+    (b'{"a":' + b"[" * 700 + b"]" * 700 + b"}", "nested too deeply to check for secrets"),
+], ids=["truncated", "terminal-escapes", "not-utf8", "array", "number", "nan", "nested", "nested-within-json"])
 def test_a_bad_line_of_records_is_one_error_line_naming_it_and_nothing_is_written(line: bytes, message: str, tmp_path: Path) -> None:
     folder = aiperf_copy(tmp_path)
     jsonl = folder / "in256-c2" / "profile_export.jsonl"

@@ -45,7 +45,7 @@ def _scripts(records: list[bytes], keys: list) -> dict[str, tuple[str, str]]:
 
 def _script_parts(scripts: tuple[str, str]) -> tuple[str, list[int], list[dict]]:
     """An order's name, its positions and its first screen of records, from its two scripts."""
-    name, first, positions_path = script_call(scripts[0], "speedMatrixSort")
+    name, first, positions_path = script_call(scripts[0], "speedMatrixFirstScreen")
     again, positions = script_call(scripts[1], "speedMatrixPositions")
     assert again == name and positions_path == f"data/positions-{name}.js"
     return name, positions, first
