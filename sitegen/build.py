@@ -185,7 +185,7 @@ def beside_lane(stage: Stage, site: Site, plan: Publication, jobs: int) -> Besid
 
 def written_beside(beside: Beside) -> Recorded:
     """What the beside process wrote and keyed, once it is done; its phases join this process's."""
-    done, times = msgspec.msgpack.decode(beside.result(), type=tuple[Recorded, list[tuple[str, float, float]]])
+    done, times = msgspec.msgpack.decode(beside.result(), type=tuple[Recorded, list[phases.Timed]])
     phases.add(times, "beside")
     return done
 

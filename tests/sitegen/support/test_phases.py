@@ -1,4 +1,5 @@
-"""The phase timer: off by default, one line per phase of a build on stderr when SITEGEN_PHASES is set."""
+"""The phase timer: off by default, one line per phase of a build on stderr when SITEGEN_PHASES is set,
+with its wall and CPU time and the process's resident memory as it ended."""
 
 from __future__ import annotations
 
@@ -25,4 +26,7 @@ def test_phases_are_timed_only_when_asked(tmp_path: Path) -> None:
     lines = timed.stderr.splitlines()
     names = [line.split("  ")[0].removeprefix("phase ").strip() for line in lines]
     assert {"read cache", "scan bundles", "stage: adopt", "render pages", "listings (beside)", "stage: link, manifest", "total"} <= set(names)
-    assert all(line.startswith("phase ") and line.endswith(" ms CPU") for line in lines)
+    assert all(line.startswith("phase ") and line.endswith(" MB resident") for line in lines)
+    # A Python process holding a built site's records has tens of MB resident, in the beside process too.
+    resident = {name: float(line.split(" ms CPU")[1].split()[0]) for name, line in zip(names, lines)}
+    assert resident["total"] >= resident["render pages"] > 10 and resident["listings (beside)"] > 10
