@@ -111,28 +111,33 @@ def redact_json(value: object) -> object:
     (`{"api_key": "K"}`, `{"auth": ["user", "pw"]}`, at any depth) replaced whole, as are the values of
     headers written as pairs (`[["X-Api-Key", "K"]]`, `{"name": "Authorization", "value": "K"}`).
     Figures stay, since measurements share the words ("time_to_first_token": {"value": 80.1, "unit": "ms"}):
-    a value holding any number is checked key by key instead."""
+    a value holding any number is checked key by key instead. `value` itself comes back where it held
+    no secret, so a caller tells a change by identity, without comparing the whole value again."""
     if isinstance(value, str):
-        return redact(value)
+        clean = redact(value)
+        return value if clean == value else clean
     if isinstance(value, list):
         if len(value) == 2 and _secret_label(value[0]) and value[1]:
             return [value[0], REDACTED]
-        return [redact_json(item) for item in value]
+        items = [redact_json(item) for item in value]
+        return value if all(new is old for new, old in zip(items, value)) else items
     if isinstance(value, dict):
         if _secret_label(value.get("name")) and value.get("value"):
             return {**{key: redact_json(item) for key, item in value.items()}, "value": REDACTED}
-        return {key: REDACTED if _only_text(item) and secret_name(str(key)) else redact_json(item)
-                for key, item in value.items()}
+        clean = {key: REDACTED if _only_text(item) and secret_name(str(key)) else redact_json(item)
+                 for key, item in value.items()}
+        return value if all(clean[key] is item for key, item in value.items()) else clean
     return value
 
 
 def _only_text(value: object) -> bool:
-    """Whether a value is text through and through (a string, or containers of them), with some text in it."""
+    """Whether a value is text through and through (a string, or containers of them), with some text in it.
+    Each item is looked at once, so a deeply nested value costs its size, not twice per level."""
     if isinstance(value, str):
         return bool(value)
     if isinstance(value, (list, dict)):
-        items = list(value.values() if isinstance(value, dict) else value)
-        return any(_only_text(item) for item in items) and all(item is None or _only_text(item) for item in items)
+        items = list(value.values()) if isinstance(value, dict) else value
+        return any(item is not None for item in items) and all(item is None or _only_text(item) for item in items)
     return False
 
 

@@ -102,8 +102,7 @@ def _without_secrets(record: object, file: Path, where: str) -> object:
     """The parsed record with every secret redacted (redact_json), or the record itself where it held none;
     one nested too deeply to walk is refused, at `where` in `file`."""
     try:
-        clean = redact_json(record)
-        return record if clean == record else clean
+        return redact_json(record)
     except RecursionError:
         raise InputError(file, where, "nested too deeply to check for secrets") from None
 
