@@ -20,6 +20,7 @@ import argparse
 import copy
 import datetime as dt
 import json
+import math
 import os
 import random
 import re
@@ -45,7 +46,7 @@ GPUS = (
 )
 FASTER = ("total_tok_s", "per_request_tok_s", "prompt_tok_s")  # scaled by the run's speed factor
 SLOWER = ("ttft_ms", "tbt_ms")  # scaled by its inverse
-COUNTS = ("output_tokens",)
+COUNTS = ("output_tokens", "completed")  # scaled together: each request still within the run's max output
 # How often the build's memory is sampled: reading smaps_rollup walks each process's page tables, so
 # sampling much more often takes a noticeable share of a core from the build it measures.
 SAMPLE_S = 0.5
@@ -84,6 +85,10 @@ def synthesize(base: dict, index: int, rng: random.Random) -> dict:
     factor = rng.uniform(0.3, 3.0)
     for point in bundle["prefill"] + bundle["decode"]:
         scale_figures(point, factor, rng)
+    # Scaled windows count more tokens for the requests still running at their end: the max output
+    # grows with them, so that a synthetic run stays consistent, as the sites it stands for are.
+    if most := bundle["run"].get("max_output_tokens"):
+        bundle["run"]["max_output_tokens"] = max(most, math.ceil(most * factor * 1.05))
     return bundle
 
 
