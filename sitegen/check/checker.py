@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
 from runner.bundle import files
 from runner.bundle.schema import Bundle
 from sitegen.check.consistency import consistency_problems
-from sitegen.check.decoding import decode, read_bounded
+from sitegen.check.decoding import Decoded, decode, read_bounded
 from sitegen.check.duplicates import digests
 from sitegen.check.method import method_problems
 from sitegen.check.recompute import recompute
-from sitegen.check.secrets import secret_problems
-from sitegen.check.signing import check_signatures
+from sitegen.check.secrets import secret_problems, unknown_secret_problems
+from sitegen.check.signing import Signatures, check_signatures
 from sitegen.check.statuses import status_problems
 from sitegen.check.verdict import Problem, Verdict
+from sitegen.content import loader
 
 
 class CheckContext(msgspec.Struct, frozen=True):
@@ -35,31 +35,40 @@ def check_file(path: Path, context: CheckContext) -> Verdict:
     return check_data(path, data, context)
 
 
-def check_data(path: Path, data: bytes, context: CheckContext, read: Bundle | None = None) -> Verdict:
+def check_data(path: Path, data: bytes, context: CheckContext, read: Bundle | None = None, beside: bool = True) -> Verdict:
     """Strictly decode the bytes read from `path` and check the bundle; one that does not decode is
     inconsistent with the one problem that says why. A build that has read a file calls this, with the
-    bundle it decoded and checked from the same bytes where the scrub left it as it was (`read`)."""
+    bundle it decoded and checked from the same bytes where the scrub left it as it was (`read`), and
+    with `beside` False where its listing of the folder found no file beside the bundle (signatures,
+    sums, records), so that none is looked for."""
     decoded = decode(path, data, read)
     if decoded.bundle is None:
         return Verdict(path=str(path), problems=decoded.problems)
-    verdict = check_bundle(path, decoded.bundle, context, decoded.raw)
+    verdict = check_bundle(path, decoded, context, scrubbed=read is not None, beside=beside)
     verdict.problems[:0] = decoded.problems
     return verdict
 
 
-def check_bundle(path: Path, bundle: Bundle, context: CheckContext, raw: Any = None) -> Verdict:
-    """The verdict on the bundle read from `path`, as decoded and before any scrub; `raw` is the file's JSON
-    as plain data (its unknown fields and their secrets too), the bundle's own fields where not given.
+def check_bundle(path: Path, decoded: Decoded, context: CheckContext, scrubbed: bool = False, beside: bool = True) -> Verdict:
+    """The verdict on the bundle read from `path`, as decoded and before any scrub (`scrubbed`: the scrub
+    is known to have found nothing in it; `beside`: check_data's).
 
     Problems that need every bundle (duplicates) are added by duplicates.settle once all are checked.
     """
+    bundle = decoded.bundle
+    assert bundle is not None
     found = [*status_problems(bundle), *consistency_problems(bundle), *method_problems(bundle)]
     problems = [Problem(str(path), where, message) for where, message in found]
-    records, recomputed = recompute(path, bundle)
-    signatures = check_signatures(path, context.allowed_signers)
-    plain = msgspec.to_builtins(bundle) if raw is None else raw
+    if beside:
+        records, recomputed = recompute(path, bundle)
+        signatures = check_signatures(path, context.allowed_signers)
+    else:  # what both say of a bundle with no file beside it, without looking
+        records, recomputed, signatures = "absent", [], Signatures(bundle="unsigned")
+    # Where the scrub finds no secret in the bundle's fields, only the keys it does not know can hold one.
+    clean = scrubbed or loader.scrub(bundle) is bundle
+    secrets = unknown_secret_problems(path, decoded.unknown) if clean else secret_problems(path, decoded.raw)
     return Verdict(
-        path=str(path), problems=[*problems, *recomputed, *secret_problems(path, plain), *signatures.problems],
+        path=str(path), problems=[*problems, *recomputed, *secrets, *signatures.problems],
         run_id=bundle.id, digests=digests(bundle), signature=signatures.bundle, signer=signatures.signer,
         records=records, records_signature=signatures.records, origin=bundle.origin,
     )

@@ -48,11 +48,13 @@ def consistency_problems(bundle: Bundle) -> Found:
     step_tokens = tokens_per_step(bundle)
     for window in windows(bundle):
         if not oversized(window.cell):
-            yield from _window(window.where, window.cell, for_window(bundle, window.cell), step_tokens)
+            for name, message in _window(window.cell, for_window(bundle, window.cell), step_tokens):
+                yield f"{window.where}.{name}", message
     prefill_ttft = {point.context_tokens: point.ttft_ms for point in bundle.prefill if point.ttft_ms and not oversized(point)}
-    for where, record in figures(bundle):
-        yield from _tails(where, record)
-        yield from _ttft_bound(where, record, bundle.measured_at, prefill_ttft.get(record.context_tokens))
+    for record in figures(bundle):
+        cell = record.cell
+        for name, message in (*_tails(cell), *_ttft_bound(cell, bundle.measured_at, prefill_ttft.get(cell.context_tokens))):
+            yield f"{record.where}.{name}", message
     for index, cell in enumerate(bundle.decode):
         if cell.repeats and not any(map(oversized, [cell, *cell.repeats])):
             yield from _repeats(cell_path(index), cell, cell.repeats)
@@ -62,67 +64,74 @@ def consistency_problems(bundle: Bundle) -> Found:
             yield from _prefill(prefill_path(index), point, tolerances)
 
 
-def _window(where: str, cell: DecodeCell, allowed: Tolerances, step_tokens: int) -> Found:
-    """The relations of one window's figures: output, total against active, active against requests, rate against gaps."""
+def _window(cell: DecodeCell, allowed: Tolerances, step_tokens: int) -> Found:
+    """The relations of one window's figures (by the field that breaks one): output, total against active,
+    active against requests, rate against gaps."""
     total, per, active, tbt = cell.total_tok_s, cell.per_request_tok_s, cell.avg_active, cell.tbt_ms
     if total is not None and cell.output_tokens is not None and cell.measured_s is not None:
         expected = total * cell.measured_s
         if abs(cell.output_tokens - expected) > allowed.output * cell.output_tokens + allowed.output_tokens:
-            yield (f"{where}.output_tokens", f"{cell.output_tokens:,} output tokens, but total {total:g} tok/s × "
+            yield ("output_tokens", f"{cell.output_tokens:,} output tokens, but total {total:g} tok/s × "
                                              f"{cell.measured_s:g} s measured = {expected:,.1f}")
     if total is not None and per and active:
         ratio = total / (active * per)
         if not 1 / allowed.active_factor <= ratio <= allowed.active_factor:
-            yield (f"{where}.total_tok_s", f"total {total:g} tok/s, but average active {active:g} × per-request "
+            yield ("total_tok_s", f"total {total:g} tok/s, but average active {active:g} × per-request "
                                            f"{per:g} tok/s = {active * per:g}: more than {allowed.active_factor:g} times apart")
     most = cell.output_tokens + cell.concurrency if cell.output_tokens is not None else None
     if cell.completed is not None and most is not None and cell.completed > most:
-        yield (f"{where}.completed", f"{cell.completed:,} requests finished, but the window's {cell.output_tokens:,} output "
+        yield ("completed", f"{cell.completed:,} requests finished, but the window's {cell.output_tokens:,} output "
                                      f"tokens allow at most {most:,} (each one's last token falls in it)")
     if active is not None and active > cell.concurrency * (1 + FLOAT_SLACK):
-        yield (f"{where}.avg_active", f"{active:g} requests active on average, more than the {cell.concurrency} sent at once")
+        yield ("avg_active", f"{active:g} requests active on average, more than the {cell.concurrency} sent at once")
     if per and tbt:
         product = per * tbt / 1000
         if product > allowed.gap_ceiling * step_tokens:
-            yield (f"{where}.per_request_tok_s", f"{per:g} tok/s per request, faster than {tbt:g} ms between tokens allows "
+            yield ("per_request_tok_s", f"{per:g} tok/s per request, faster than {tbt:g} ms between tokens allows "
                                                  f"({step_tokens * 1000 / tbt:g} tok/s)")
         elif product < allowed.gap_floor:
-            yield (f"{where}.per_request_tok_s", f"{per:g} tok/s per request, slower than the {tbt:g} ms between tokens "
+            yield ("per_request_tok_s", f"{per:g} tok/s per request, slower than the {tbt:g} ms between tokens "
                                                  f"gives ({1000 / tbt:g} tok/s)")
 
 
-def _tails(where: str, cell: DecodeCell) -> Found:
-    """TTFT and time between tokens: the median, p90 and p99 that a record holds, in that order."""
+def _tails(cell: DecodeCell) -> Found:
+    """TTFT and time between tokens: the median, p90 and p99 that a record holds, in that order (by field)."""
     if cell.ttft_p90_ms is UNSET and cell.tbt_p90_ms is UNSET and cell.ttft_p99_ms is UNSET and cell.tbt_p99_ms is UNSET:
         return  # a median alone: nothing to order
     for names in (TTFT_ORDER, TBT_ORDER):
         ordered = [(name, value) for name in names if (value := getattr(cell, name)) is not None and value is not UNSET]
         for (low_name, low), (high_name, high) in zip(ordered, ordered[1:]):
             if high < low * (1 - FLOAT_SLACK):
-                yield f"{where}.{high_name}", f"{high:g} ms, below the {low:g} ms of {low_name}"
+                yield high_name, f"{high:g} ms, below the {low:g} ms of {low_name}"
 
 
-def _ttft_bound(where: str, cell: DecodeCell, run_started: dt.datetime | None, cold_ttft_ms: float | None) -> Found:
-    """TTFT no longer than a request counted in the window can have waited for its first token.
+def _ttft_bound(cell: DecodeCell, run_started: dt.datetime | None, cold_ttft_ms: float | None) -> Found:
+    """TTFT no longer than a request counted in the window can have waited for its first token (by field).
 
     Each request counted got its first token by the window's end and was sent after the run began.
     A window without its start is held to `TTFT_QUEUE` times the run's cold prefill TTFT at its
     context per request sent at once, plus the window's length, and left unjudged without either.
     """
-    if cell.window_started_at is not UNSET and run_started is not None and cell.measured_s is not None:
+    from_start = cell.window_started_at is not UNSET and run_started is not None
+    if from_start and cell.measured_s is not None:
         waited = cell.window_started_at - run_started
         longest = (waited.total_seconds() + cell.measured_s + CLOCK_SLACK_S) * 1000
-        reason = "the time from the run's start to the window's end"
     elif cold_ttft_ms is not None and cell.measured_s is not None:
         longest = TTFT_QUEUE * cell.concurrency * cold_ttft_ms + cell.measured_s * 1000
-        reason = (f"{TTFT_QUEUE} × {cell.concurrency} at once × the {cold_ttft_ms:g} ms cold prefill at this context "
-                  f"+ the {cell.measured_s:g} s window")
     else:
         return
     for name in TTFT_ORDER:
         value = getattr(cell, name)
         if value is not None and value is not UNSET and value > longest:
-            yield f"{where}.{name}", f"{value:g} ms, longer than {reason} allows ({longest:,.0f} ms)"
+            yield name, f"{value:g} ms, longer than {_ttft_reason(cell, from_start, cold_ttft_ms)} allows ({longest:,.0f} ms)"
+
+
+def _ttft_reason(cell: DecodeCell, from_start: bool, cold_ttft_ms: float | None) -> str:
+    """What _ttft_bound held a cell's TTFT to, in words (made only for a problem)."""
+    if from_start:
+        return "the time from the run's start to the window's end"
+    return (f"{TTFT_QUEUE} × {cell.concurrency} at once × the {cold_ttft_ms:g} ms cold prefill at this context "
+            f"+ the {cell.measured_s:g} s window")
 
 
 def _repeats(where: str, cell: DecodeCell, repeats: list[DecodeCell]) -> Found:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import functools
 import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
 from runner.bundle import files
 from runner.bundle.schema import Bundle
+from sitegen.check.fields import Chain, spelt
 from sitegen.check.verdict import Problem
 from sitegen.content import loader
 from sitegen.errors import InputError
@@ -25,11 +26,25 @@ from sitegen.errors import InputError
 MAX_BUNDLE_BYTES = 256 << 20
 
 
+class Unknown(NamedTuple):
+    """A key of the file's JSON that the schema has no field for: where the object holding it lies, and its value."""
+
+    parent: Chain
+    key: str
+    value: Any
+
+    @property
+    def where(self) -> str:
+        return spelt((self.parent, self.key))
+
+
 class Decoded(msgspec.Struct, kw_only=True):
-    """A bundle file as read: its JSON as plain data and its bundle (None where it did not decode), and the problems."""
+    """A bundle file as read: its JSON as plain data, its bundle (None where it did not decode) and
+    the keys the schema does not know, and the problems."""
 
     raw: Any = None
     bundle: Bundle | None = None
+    unknown: list[Unknown] = []
     problems: list[Problem] = []
 
 
@@ -54,30 +69,31 @@ def decode(path: Path, data: bytes, read: Bundle | None = None) -> Decoded:
     except InputError as exc:
         return Decoded(problems=[Problem(exc.path, exc.where, exc.message)])
     try:
-        unknown = unknown_fields(raw, bundle, "$")
+        unknown = unknown_fields(raw, bundle)
     except RecursionError:
         return Decoded(problems=[Problem(str(path), None, "invalid JSON: nested too deeply")])
-    problems = [Problem(str(path), where, "unknown field: the schema has no such field") for where in unknown]
+    problems = [Problem(str(path), field.where, "unknown field: the schema has no such field") for field in unknown]
     try:
         if read is None:
             loader.check_bundle(bundle, path)
     except InputError as exc:
         problems.append(Problem(exc.path, exc.where, exc.message))
-    return Decoded(raw=raw, bundle=bundle, problems=problems)
+    return Decoded(raw=raw, bundle=bundle, unknown=unknown, problems=problems)
 
 
-def unknown_fields(raw: Any, value: Any, where: str) -> list[str]:
-    """The `$.paths` of the keys in `raw` (plain JSON) that `value` (the Struct it decoded to) has no field for."""
-    found: list[str] = []
-    if isinstance(value, msgspec.Struct) and isinstance(raw, dict):
+def unknown_fields(raw: Any, value: Any, where: Chain = None) -> list[Unknown]:
+    """The keys in `raw` (plain JSON, lying at `where`) that `value` (the Struct it decoded to) has no field for."""
+    found: list[Unknown] = []
+    if isinstance(value, msgspec.Struct) and type(raw) is dict:
         names, nested = _fields(type(value))
-        found += [f"{where}.{key}" for key in raw if key not in names]
+        if not names.issuperset(raw):
+            found += [Unknown(where, key, raw[key]) for key in raw if key not in names]
         for name in nested:
             if name in raw:
-                found += unknown_fields(raw[name], getattr(value, name), f"{where}.{name}")
-    elif isinstance(value, list) and isinstance(raw, list):
+                found += unknown_fields(raw[name], getattr(value, name), (where, name))
+    elif isinstance(value, list) and type(raw) is list:
         for index, (item, decoded) in enumerate(zip(raw, value)):
-            found += unknown_fields(item, decoded, f"{where}[{index}]")
+            found += unknown_fields(item, decoded, (where, index))
     return found
 
 

@@ -17,6 +17,8 @@ import msgspec
 
 from runner.bundle import schema
 from runner.bundle.redact import redact
+from sitegen.check.decoding import Unknown
+from sitegen.check.fields import Chain, spelt
 from sitegen.check.verdict import Problem
 
 MESSAGE = "holds what looks like a secret (a key, token, password or credential); remove it and rotate it"
@@ -27,7 +29,14 @@ SCHEMA_NAMES = frozenset(name for kind in vars(schema).values()
 
 def secret_problems(path: Path, raw: Any) -> list[Problem]:
     """A problem for each field of the bundle's JSON (`raw`) whose text redaction would change."""
-    return [Problem(str(path), _path(where), MESSAGE) for where, text in _texts(raw) if _secret(text)]
+    return [Problem(str(path), spelt(where), MESSAGE) for where, text in _texts(raw) if _secret(text)]
+
+
+def unknown_secret_problems(path: Path, unknown: list[Unknown]) -> list[Problem]:
+    """secret_problems for a bundle whose fields the scrub found clean (its every text: no date is a
+    secret), so that only the keys the schema does not know, and what they hold, are left to judge."""
+    return [Problem(str(path), spelt(where), MESSAGE)
+            for field in unknown for where, text in _texts({field.key: field.value}, field.parent) if _secret(text)]
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -36,17 +45,13 @@ def _secret(text: str) -> bool:
     return redact(text) != text
 
 
-# Where a text lies, as the chain (parent, key or index); made into `$.a[1].b` only for a secret.
-Where = tuple[Any, str | int] | None
-
-
-def _texts(root: Any) -> Iterator[tuple[Where, str]]:
-    """The text of every field of plain JSON with where it lies: each string, and `name=value` (or the name
-    alone) for a field whose name the schema does not know. Numbers are passed over unvisited."""
+def _texts(root: Any, at: Chain = None) -> Iterator[tuple[Chain, str]]:
+    """The text of every field of plain JSON (lying `at`) with where it lies: each string, and `name=value`
+    (or the name alone) for a field whose name the schema does not know. Numbers are passed over unvisited."""
     if type(root) is not dict and type(root) is not list:
-        yield from [(None, root)] if type(root) is str else []
+        yield from [(at, root)] if type(root) is str else []
         return
-    stack: list[tuple[Any, Where]] = [(root, None)]
+    stack: list[tuple[Any, Chain]] = [(root, at)]
     while stack:
         node, where = stack.pop()
         for key, value in node.items() if type(node) is dict else enumerate(node):
@@ -60,12 +65,3 @@ def _texts(root: Any) -> Iterator[tuple[Where, str]]:
                 yield (where, key), value
             elif kind is dict or kind is list:
                 stack.append((value, (where, key)))
-
-
-def _path(where: Where) -> str:
-    """`$.decode[3].error` from a chain of keys and indexes."""
-    steps: list[str] = []
-    while where is not None:
-        where, step = where
-        steps.append(f"[{step}]" if type(step) is int else f".{step}")
-    return "$" + "".join(reversed(steps))

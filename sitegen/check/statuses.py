@@ -17,7 +17,7 @@ from runner.bundle.display import VALUED
 from runner.bundle.repeats import RATES, TAILS
 from runner.bundle.schema import MAX_TOKENS, Bundle, DecodeCell, PrefillPoint
 from sitegen.check.consistency import Found
-from sitegen.check.fields import cell_path, oversized, prefill_path
+from sitegen.check.fields import figures, oversized, prefill_path
 
 MEASURED = ("Valid", "Requests queued", "Distorted")
 DISCARDED = ("Looped", "Failed")
@@ -27,13 +27,11 @@ NOT_RUN = (*RATES, "completed", "output_tokens", *TAILS, "repeats")
 
 def status_problems(bundle: Bundle) -> Found:
     """Every field a record's status disagrees with."""
-    for index, cell in enumerate(bundle.decode):
-        yield from _cell(cell_path(index), cell)
-        for repeat, measured in enumerate(cell.repeats or ()):
-            where = f"{cell_path(index)}.repeats[{repeat}]"
-            yield from _cell(where, measured)
-            if measured.repeats:
-                yield f"{where}.repeats", "a repeat holds repeats of its own"
+    for record in figures(bundle):
+        for name, message in _cell(record.cell):
+            yield f"{record.where}.{name}", message
+        if record.parent is not None and record.cell.repeats:
+            yield f"{record.where}.repeats", "a repeat holds repeats of its own"
     for index, point in enumerate(bundle.prefill):
         yield from _point(prefill_path(index), point)
 
@@ -43,24 +41,24 @@ def _present(cell: DecodeCell, name: str) -> bool:
     return getattr(cell, name) not in (None, UNSET)
 
 
-def _cell(where: str, cell: DecodeCell) -> Found:
-    """The fields one decode record's status disagrees with, and counts no record may hold."""
+def _cell(cell: DecodeCell) -> Found:
+    """The fields one decode record's status disagrees with, and counts no record may hold (by field)."""
     for name in oversized(cell):
-        yield f"{where}.{name}", f"more than the {MAX_TOKENS:,} any bundle may count"
+        yield name, f"more than the {MAX_TOKENS:,} any bundle may count"
     status = cell.status
     if status in MEASURED:
         if not cell.total_tok_s and (cell.total_tok_s is not None or status not in VALUED):  # the loader names the rest
-            yield f"{where}.total_tok_s", f"a {status} cell with no output: a window without tokens is Failed"
+            yield "total_tok_s", f"a {status} cell with no output: a window without tokens is Failed"
     elif status == "Over capacity":
         for name in NOT_RUN:
             if _present(cell, name):
-                yield f"{where}.{name}", "an Over capacity cell was not run, so it holds no measurement"
+                yield name, "an Over capacity cell was not run, so it holds no measurement"
     elif status in DISCARDED:
         for name in (*RATES, *TAILS):
             if name != "measured_s" and _present(cell, name):
-                yield f"{where}.{name}", f"a {status} cell's window was discarded, so it holds no figures"
+                yield name, f"a {status} cell's window was discarded, so it holds no figures"
         if cell.output_tokens:
-            yield f"{where}.output_tokens", f"a {status} cell's window was discarded, so it counts no tokens"
+            yield "output_tokens", f"a {status} cell's window was discarded, so it counts no tokens"
 
 
 def _point(where: str, point: PrefillPoint) -> Found:

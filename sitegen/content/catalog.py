@@ -59,15 +59,18 @@ class Scanned:
     """A bundle just read (and the path and bytes it was read from), for the pieces made from it: what
     several of them derive (its summary, its listing record) is made once, however many ask (`shared`);
     `known` gives some of them already made. `clean`: the scrub changed nothing, so `bundle` is also
-    the bytes' bundle as decoded and checked (the checker's, which it then need not decode again)."""
+    the bytes' bundle as decoded and checked (the checker's, which it then need not decode again).
+    `alone`: the listing of its folder found no file beside it (SIDECARS), so the checker looks for none."""
 
-    __slots__ = ("bundle", "path", "data", "clean", "_made")
+    __slots__ = ("bundle", "path", "data", "clean", "alone", "_made")
 
-    def __init__(self, bundle: Bundle, path: Path, data: bytes, known: dict[Callable, object] | None = None, clean: bool = False) -> None:
+    def __init__(self, bundle: Bundle, path: Path, data: bytes, known: dict[Callable, object] | None = None, clean: bool = False,
+                 alone: bool = False) -> None:
         self.bundle = bundle
         self.path = path
         self.data = data
         self.clean = clean
+        self.alone = alone
         self._made: dict[Callable, object] = dict(known or {})
 
     def shared(self, make: Callable[[Scanned], T]) -> T:
@@ -163,12 +166,13 @@ def piece_positions(pieces: Sequence[Piece]) -> dict[str, int]:
     return {piece.name: position for position, piece in enumerate(pieces)}
 
 
-def entry_of(path: Path, stamp: Stamp, data: bytes, pieces: Sequence[Piece] = (), known: dict[Callable, object] | None = None) -> RunEntry:
+def entry_of(path: Path, stamp: Stamp, data: bytes, pieces: Sequence[Piece] = (), known: dict[Callable, object] | None = None,
+             alone: bool = False) -> RunEntry:
     """The record of one bundle file's bytes (checked and scrubbed as every read is), with its `pieces`
-    (`known`: values they share already made, Scanned); its fingerprint hashes the bytes and the stamps
-    of the files beside it, which decide everything rendered from it (with the code, in each key)."""
+    (`known`: values they share already made; `alone`: as Scanned's); its fingerprint hashes the bytes and
+    the stamps of the files beside it, which decide everything rendered from it (with the code, in each key)."""
     bundle, clean = read_bundle(path, data)
-    scanned = Scanned(bundle, path, data, known, clean)
+    scanned = Scanned(bundle, path, data, known, clean, alone)
     return RunEntry(
         name=path.name,
         stamp=stamp,
@@ -306,7 +310,8 @@ def _read_entry(pieces: Sequence[Piece], item: tuple[Path, Stamp]) -> bytes | tu
     cross between processes whatever the exception class takes)."""
     path, stamp = item
     try:
-        return msgspec.msgpack.encode(entry_of(path, stamp, read_input(path), pieces))
+        # A stamp holds the stamps of the files the listing found beside the bundle after its own (bundle_files).
+        return msgspec.msgpack.encode(entry_of(path, stamp, read_input(path), pieces, alone=len(stamp) == len(UNREAD)))
     except InputError as exc:
         return (exc.path, exc.where, exc.message)
 

@@ -47,7 +47,7 @@ class Verification(msgspec.Struct, frozen=True):
 def verdict_of(run: Scanned) -> Verdict:
     """The checker's verdict on the run's bundle bytes and the files beside it (its signatures, records,
     sums and the nearest allowed_signers); the build replaces it with the settled one (settled)."""
-    return check_data(run.path, run.data, CheckContext(), run.bundle if run.clean else None)
+    return check_data(run.path, run.data, CheckContext(), run.bundle if run.clean else None, beside=not run.alone)
 
 
 def _origin(verdict: Verdict) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from runner.bundle.records import append_window, read_windows, records_path, window_figures
 from runner.bundle.schema import decode_bundle
+from sitegen.check.checker import CheckContext, check_data
 from sitegen.check.recompute import FIGURES, recompute
 from tests.builders import check_errors_at, edit_json, sitegen_check
 
@@ -78,3 +79,12 @@ def test_a_measured_cell_turned_over_capacity_and_one_dropped(run: Path) -> None
     edit_json(run, lambda d: d.update(decode=d["decode"][:1]))
     [line] = [line for line in sitegen_check(run).errors if line.startswith(f"error: {records_path(run)}: ")]
     assert line.endswith("(repeat 0), a cell the bundle does not hold")
+
+
+def test_a_bundle_alone_in_its_folder_is_judged_alike_without_looking_beside_it(bare_run: Path) -> None:
+    """A build whose listing found no file beside a bundle skips the look: the verdict is the same."""
+    assert sorted(p.name for p in bare_run.parent.iterdir()) == [bare_run.name]
+    data = bare_run.read_bytes()
+    looked = check_data(bare_run, data, CheckContext())
+    assert (looked.records, looked.signature) == ("absent", "unsigned")
+    assert check_data(bare_run, data, CheckContext(), beside=False) == looked

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sitegen.check.checker import CheckContext, check_data
+from sitegen.content import loader
 from tests.builders import check_errors_at, edit_json
 
 TOKEN = "hf_" + "a1B2c3D4e5F6g7H8i9J0kLmN"
@@ -27,3 +29,16 @@ def test_a_secret_under_a_field_the_schema_does_not_know(seed_run: Path) -> None
     assert sorted(line.split("hf_token: ", 1)[1] for line in lines) == [
         "holds what looks like a secret (a key, token, password or credential); remove it and rotate it",
         "unknown field: the schema has no such field"]
+
+
+def test_a_build_finds_the_secrets_under_unknown_fields_that_sitegen_check_does(seed_run: Path) -> None:
+    """A build checks a bundle the scrub found clean by its unknown fields alone: the same secrets, at any depth."""
+    extra = {"auth": {"password": "hunter2pass"}, "args": ["--quiet", "HF_TOKEN=abc123def"], "note": "fine"}
+    edit_json(seed_run, lambda d: d["run"].update(extra=extra))
+    data = seed_run.read_bytes()
+    bundle, clean = loader.read_bundle(seed_run, data)
+    assert clean  # the scrub reads the schema's fields only
+    in_build = check_data(seed_run, data, CheckContext(), bundle)
+    alone = check_data(seed_run, data, CheckContext())
+    assert in_build.problems == alone.problems
+    assert sorted(p.where for p in alone.problems if "secret" in p.message) == ["$.run.extra.args[1]", "$.run.extra.auth.password"]

@@ -26,7 +26,7 @@ def test_a_rebuild_decodes_only_the_bundle_that_changed(tmp_path: Path, monkeypa
     path.write_text(json.dumps(bundle))
     decoded: list[str] = []
     real = catalog.entry_of
-    monkeypatch.setattr(catalog, "entry_of", lambda p, stamp, bundle, pieces: decoded.append(p.name) or real(p, stamp, bundle, pieces))
+    monkeypatch.setattr(catalog, "entry_of", lambda p, stamp, bundle, pieces, **kw: decoded.append(p.name) or real(p, stamp, bundle, pieces, **kw))
     build_site(content, out)
     assert decoded == [path.name]
     assert "MiMo-Renamed" in (out / "index.html").read_text()
@@ -36,7 +36,7 @@ def _decoded_in_build(content: Path, out: Path, monkeypatch: pytest.MonkeyPatch)
     """Build, and return the names of the bundle files the build decoded."""
     decoded: list[str] = []
     real = catalog.entry_of
-    monkeypatch.setattr(catalog, "entry_of", lambda p, stamp, bundle, pieces: decoded.append(p.name) or real(p, stamp, bundle, pieces))
+    monkeypatch.setattr(catalog, "entry_of", lambda p, stamp, bundle, pieces, **kw: decoded.append(p.name) or real(p, stamp, bundle, pieces, **kw))
     build_site(content, out)
     monkeypatch.undo()
     return decoded
