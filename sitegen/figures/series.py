@@ -10,6 +10,7 @@ setup across versions is what a series is for.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import statistics
 from collections.abc import Iterable
@@ -112,9 +113,10 @@ class Series(msgspec.Struct, frozen=True, kw_only=True):
         return self.key.id
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def normalised_flags(command: str | None) -> tuple[tuple[str, str], ...]:
     """The launch command's options, sorted, without the program words, ports, hosts and secrets, and with
-    path values replaced by a placeholder."""
+    path values replaced by a placeholder; remembered, as the runs of a series share their command."""
     flags = []
     for name, value in launch_options(command).items():
         bare = name.lstrip("-").lower()
@@ -135,13 +137,15 @@ def series_key(bundle: Bundle) -> SeriesKey:
                      flags=normalised_flags(bundle.launch_command))
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def cell_figure(context: int, concurrency: int) -> str:
-    """The name of a decode cell's total tok/s as a series figure."""
+    """The name of a decode cell's total tok/s as a series figure (remembered: runs share their matrix's cells)."""
     return f"{f.cell_label(context, concurrency)} total tok/s"
 
 
+@functools.lru_cache(maxsize=1 << 10)
 def prefill_figure(context: int) -> str:
-    """The name of a prefill point's tok/s as a series figure."""
+    """The name of a prefill point's tok/s as a series figure (remembered as cell_figure is)."""
     return f"Prefill {f.context_label(context)} tok/s"
 
 
