@@ -62,7 +62,7 @@ def _render_order(entry: RunEntry) -> tuple:
 
 def plan_pages(site: Site, plan: Publication) -> list[Task]:
     """The run folders and comparison pages whose inputs changed, as render tasks: ("run", bundle
-    path, partners) or ("compare", baseline path, other path, reason).
+    path, partners, its place in a series or None) or ("compare", baseline path, other path, reason).
 
     Runs come by setup (model, hardware, engine), then date, each followed by the comparisons
     it is the baseline of: most partners are reruns of the same setup nearest in time, so a
@@ -82,15 +82,16 @@ def plan_pages(site: Site, plan: Publication) -> list[Task]:
                                 [output for output, (a, b, _) in comparisons if a.id not in changed and b.id not in changed])
     keyed = {e.id for output, e in runs if e.id in touched or output in again}
     partners = _partners(site, slugs, keyed)
-    marks = series_pages.run_marks(site, keyed)
+    places = series_pages.run_places(site, keyed)
     planned: list[tuple[RunEntry, int, Task]] = []
     for output, entry in runs:
         if entry.id in keyed:
             mine = partners.get(entry.id, [])  # it lists its comparisons, by their partners' titles
-            mark = marks.get(entry.id)
-            facts = (msgspec.json.encode(mine),) + ((msgspec.json.encode(mark),) if mark else ())
-            if not plan.unchanged(Output(output, (entry.fingerprint,), facts=facts, context=True)):
-                planned.append((entry, 0, ("run", str(site.runs / entry.name), mine, mark)))
+            place = places.get(entry.id)
+            facts = (msgspec.json.encode(mine),) + ((msgspec.json.encode(place),) if place else ())
+            bundles = (entry.fingerprint, *series_pages.place_bundles(site, place))
+            if not plan.unchanged(Output(output, bundles, facts=facts, context=True)):
+                planned.append((entry, 0, ("run", str(site.runs / entry.name), mine, place)))
     for output, (a, b, why) in comparisons:
         if a.id in changed or b.id in changed or output in again:
             if not plan.unchanged(Output(output, (a.fingerprint, b.fingerprint), facts=(why,), context=True)):
@@ -161,7 +162,7 @@ class Renderer:
         """A run's rendered Sustained decode section (`_decode.html`)."""
         return Markup(self.site.env.get_template("_decode.html").render(view=view, body=matrix_texts(view.matrix)))
 
-    def run(self, path: str, partners: list, series_mark: series_pages.RunMark | None = None) -> None:
+    def run(self, path: str, partners: list, place: series_pages.RunPlace | None = None) -> None:
         """A run's folder: the page, its plain text, bundle.json, measurements.csv and picker data."""
         loaded = self.load(path)
         bundle, view = loaded.bundle, loaded.view
@@ -169,7 +170,8 @@ class Renderer:
         chart_data = charts.run_chart_data(bundle)
         context = {**self.site.context(page), "partners": partners, "charts": chart_data,
                    "chart_json": charts.figure_script_json(chart_data), "decode_block": self.decode_block(view),
-                   "capacity": capacity_view(bundle), "tail": tail_view(bundle), "serving": loaded.serving, "series_mark": series_mark}
+                   "capacity": capacity_view(bundle), "tail": tail_view(bundle), "serving": loaded.serving,
+                   "series_mark": series_pages.run_mark(self.site, place) if place else None}
         context["verification"] = self.verification(path)
         self.stage.write(page.file, render_run_page(self.site.env, bundle, view, context))
         self.stage.write(run_file(bundle.id, "index.txt"), render_text(view, loaded.serving, context["verification"]))

@@ -128,19 +128,32 @@ def _series(site: Site, series_id: str) -> Series:
     return series
 
 
-def run_marks(site: Site, wanted: set[str]) -> dict[str, RunMark]:
-    """The series link of each wanted run in a series and, for a newest one, its notices."""
-    marks = {}
-    for series_id, members in groups(site).items():
-        mine = [e.id for e in members if e.id in wanted]
-        if not mine:
-            continue
-        path = series_dir(series_id)
-        marks.update((run_id, RunMark(path, [])) for run_id in mine)
-        if members[-1].id in wanted:
-            texts = [notice_text(n) for n in headline_first(_series(site, series_id).notices)]
-            marks[members[-1].id] = RunMark(path, texts[:RUN_NOTICES], max(0, len(texts) - RUN_NOTICES))
-    return marks
+class RunPlace(msgspec.Struct, frozen=True, array_like=True):
+    """A run's place in its series as planning knows it: the series, and whether the run is its newest,
+    whose page shows the series' notices (made where the page is rendered: run_mark)."""
+
+    series_id: str
+    newest: bool = False
+
+
+def run_places(site: Site, wanted: set[str]) -> dict[str, RunPlace]:
+    """The place of each wanted run that is in a series."""
+    return {e.id: RunPlace(series_id, e is members[-1]) for series_id, members in groups(site).items() for e in members if e.id in wanted}
+
+
+def place_bundles(site: Site, place: RunPlace | None) -> list[str]:
+    """The bundles a run page reads through its series besides its own: for the newest run, every run of
+    the series (its notices compare them)."""
+    return fingerprints(groups(site)[place.series_id]) if place is not None and place.newest else []
+
+
+def run_mark(site: Site, place: RunPlace) -> RunMark:
+    """What a run's page shows of its series: the link and, for the newest run, its notices."""
+    path = series_dir(place.series_id)
+    if not place.newest:
+        return RunMark(path, [])
+    texts = [notice_text(n) for n in headline_first(_series(site, place.series_id).notices)]
+    return RunMark(path, texts[:RUN_NOTICES], max(0, len(texts) - RUN_NOTICES))
 
 
 def members_with(site: Site, changed: set[str]) -> set[str]:
