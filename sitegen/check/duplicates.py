@@ -19,7 +19,7 @@ import msgspec
 from runner.bundle.schema import Bundle
 from sitegen.check.verdict import Problem, Verdict
 
-_encoder = msgspec.json.Encoder(order="deterministic")
+_encoder = msgspec.json.Encoder(order="deterministic")  # JSON: any integer a bundle may hold, where msgpack stops at 64 bits
 # Bytes kept of each SHA-256, packed as machine integers: 64 bits tell a site's measurements apart, a build
 # keeps them per run, and a run's packed digests decode as one bytes object and are counted as integers in C.
 DIGEST_BYTES = 8
@@ -33,7 +33,8 @@ def digests(bundle: Bundle) -> bytes:
     """A digest of each decode cell and prefill point that holds a figure, packed."""
     cells = [cell for cell in bundle.decode if cell.total_tok_s is not None]
     measured = [*cells, *(point for point in bundle.prefill if point.prompt_tok_s is not None)]
-    return packed({int.from_bytes(hashlib.sha256(_encoder.encode(item)).digest()[:DIGEST_BYTES]) for item in measured})
+    prefixes = b"".join([hashlib.sha256(_encoder.encode(item)).digest()[:DIGEST_BYTES] for item in measured])
+    return packed(set(array.array(DIGEST_TYPE, prefixes)))  # read as integers in C
 
 
 def packed(values: Iterable[int]) -> bytes:
