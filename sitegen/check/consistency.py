@@ -72,26 +72,26 @@ def _window(cell: DecodeCell, allowed: Tolerances, step_tokens: int) -> Found:
         expected = total * cell.measured_s
         if abs(cell.output_tokens - expected) > allowed.output * cell.output_tokens + allowed.output_tokens:
             yield ("output_tokens", f"{cell.output_tokens:,} output tokens, but total {total:g} tok/s × "
-                                             f"{cell.measured_s:g} s measured = {expected:,.1f}")
+                                    f"{cell.measured_s:g} s measured = {expected:,.1f}")
     if total is not None and per and active:
         ratio = total / (active * per)
         if not 1 / allowed.active_factor <= ratio <= allowed.active_factor:
             yield ("total_tok_s", f"total {total:g} tok/s, but average active {active:g} × per-request "
-                                           f"{per:g} tok/s = {active * per:g}: more than {allowed.active_factor:g} times apart")
+                                  f"{per:g} tok/s = {active * per:g}: more than {allowed.active_factor:g} times apart")
     most = cell.output_tokens + cell.concurrency if cell.output_tokens is not None else None
     if cell.completed is not None and most is not None and cell.completed > most:
         yield ("completed", f"{cell.completed:,} requests finished, but the window's {cell.output_tokens:,} output "
-                                     f"tokens allow at most {most:,} (each one's last token falls in it)")
+                            f"tokens allow at most {most:,} (each one's last token falls in it)")
     if active is not None and active > cell.concurrency * (1 + FLOAT_SLACK):
         yield ("avg_active", f"{active:g} requests active on average, more than the {cell.concurrency} sent at once")
     if per and tbt:
         product = per * tbt / 1000
         if product > allowed.gap_ceiling * step_tokens:
             yield ("per_request_tok_s", f"{per:g} tok/s per request, faster than {tbt:g} ms between tokens allows "
-                                                 f"({step_tokens * 1000 / tbt:g} tok/s)")
+                                        f"({step_tokens * 1000 / tbt:g} tok/s)")
         elif product < allowed.gap_floor:
             yield ("per_request_tok_s", f"{per:g} tok/s per request, slower than the {tbt:g} ms between tokens "
-                                                 f"gives ({1000 / tbt:g} tok/s)")
+                                        f"gives ({1000 / tbt:g} tok/s)")
 
 
 def _tails(cell: DecodeCell) -> Found:

@@ -35,6 +35,7 @@ class Unknown(NamedTuple):
 
     @property
     def where(self) -> str:
+        """`$.run.extra`: the key's own path."""
         return spelt((self.parent, self.key))
 
 
