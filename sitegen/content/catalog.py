@@ -66,11 +66,7 @@ class Scanned:
 
     def __init__(self, bundle: Bundle, path: Path, data: bytes, known: dict[Callable, object] | None = None, clean: bool = False,
                  alone: bool = False) -> None:
-        self.bundle = bundle
-        self.path = path
-        self.data = data
-        self.clean = clean
-        self.alone = alone
+        self.bundle, self.path, self.data, self.clean, self.alone = bundle, path, data, clean, alone
         self._made: dict[Callable, object] = dict(known or {})
 
     def shared(self, make: Callable[[Scanned], T]) -> T:
