@@ -28,20 +28,27 @@ def test_figures_and_statuses_match_the_simulator(tmp_path: Path) -> None:
                                concurrency=[1, 2, 4, 8], duration=2.0, max_output=256)
     assert bundle.origin == "runner (simulated)" and bundle.engine.name == "speed-matrix simulator"
     cells = {c.concurrency: c for c in bundle.decode}
-    assert {n: c.status for n, c in cells.items()} == {
-        1: "Valid", 2: "Valid", 4: "Requests queued", 8: "Over capacity"}
-    for n, running in ((1, 1), (2, 2), (4, 2)):
+    statuses = {1: "Valid", 2: "Valid", 4: "Requests queued", 8: "Over capacity"}
+    assert cells.keys() == statuses.keys()
+    # On a busy machine the client may fall behind and a measured cell be Distorted, saying so: never a figure shown as Valid.
+    assert all(c.status == statuses[n] or (c.status == "Distorted" and statuses[n] != "Over capacity") for n, c in cells.items())
+    assert any(c.status != "Distorted" for n, c in cells.items() if n != 8), "no cell left to compare with the simulator"
+    for n, running, active_within in ((1, 1, 0.03), (2, 2, 0.03), (4, 2, 0.05)):  # at 4, two were always waiting
         cell = cells[n]
+        assert cell.prompt_tokens == 4096 and cell.completed == 0 and cell.error is None
+        if cell.status == "Distorted":
+            continue  # the client fell behind and said so: its figures are not the server's to match
+        # What the simulator itself counted and timed in the window, as its /metrics tell it.
+        assert cell.server and cell.output_tokens == pytest.approx(cell.server.generated_tokens, abs=running)
+        assert cell.tbt_ms == pytest.approx(cell.server.itl_per_token_ms, rel=0.03)
+        # Its model's speed (step = 20 + 2·batch ms): a busy machine can only slow the simulator, never hasten it.
         per_request = 2000 / (20 + 2 * running)
-        assert cell.total_tok_s == pytest.approx(running * per_request, rel=0.04)
-        assert cell.per_request_tok_s == pytest.approx(per_request, rel=0.03)
-        assert cell.tbt_ms == pytest.approx(1000 / per_request, rel=0.03)
+        assert cell.total_tok_s <= running * per_request * 1.04 and cell.per_request_tok_s <= per_request * 1.03
+        assert cell.tbt_ms >= 1000 / per_request * 0.97
+        assert cell.avg_active == pytest.approx(running, rel=active_within)
+        assert cell.total_tok_s == pytest.approx(running * cell.per_request_tok_s, rel=0.04)
         assert cell.measured_s == pytest.approx(2.0, abs=0.05)
         assert cell.output_tokens == pytest.approx(cell.total_tok_s * cell.measured_s, abs=1)
-        assert cell.prompt_tokens == 4096
-        assert cell.completed == 0 and cell.error is None
-    assert cells[1].avg_active == pytest.approx(1, rel=0.03) and cells[2].avg_active == pytest.approx(2, rel=0.03)
-    assert cells[4].avg_active == pytest.approx(2, rel=0.05)  # two of the four were always waiting
     assert cells[8].total_tok_s is None and cells[8].output_tokens is None
     prefill = {p.context_tokens: p for p in bundle.prefill}
     assert [p.status for p in prefill.values()] == ["Valid", "Valid"]
