@@ -31,7 +31,8 @@ def test_figures_and_statuses_match_the_simulator(tmp_path: Path) -> None:
     statuses = {1: "Valid", 2: "Valid", 4: "Requests queued", 8: "Over capacity"}
     assert cells.keys() == statuses.keys()
     # On a busy machine the client may fall behind and a measured cell be Distorted, saying so: never a figure shown as Valid.
-    assert all(c.status == statuses[n] or (c.status == "Distorted" and statuses[n] != "Over capacity") for n, c in cells.items())
+    found = {n: c.status for n, c in cells.items()}
+    assert all(found[n] == statuses[n] or (found[n] == "Distorted" and statuses[n] != "Over capacity") for n in cells), found
     assert any(c.status != "Distorted" for n, c in cells.items() if n != 8), "no cell left to compare with the simulator"
     for n, running, active_within in ((1, 1, 0.03), (2, 2, 0.03), (4, 2, 0.05)):  # at 4, two were always waiting
         cell = cells[n]
