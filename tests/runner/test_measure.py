@@ -34,11 +34,11 @@ def test_figures_and_statuses_match_the_simulator(tmp_path: Path) -> None:
     found = {n: c.status for n, c in cells.items()}
     assert all(found[n] == statuses[n] or (found[n] == "Distorted" and statuses[n] != "Over capacity") for n in cells), found
     assert any(c.status != "Distorted" for n, c in cells.items() if n != 8), "no cell left to compare with the simulator"
-    for n, running, active_within in ((1, 1, 0.03), (2, 2, 0.03), (4, 2, 0.05)):  # at 4, two were always waiting
+    for n, running in ((1, 1), (2, 2), (4, 2)):  # at 4, two were always waiting
         cell = cells[n]
         assert cell.prompt_tokens == 4096 and cell.completed == 0 and cell.error is None
-        if cell.status == "Distorted":
-            continue  # the client fell behind and said so: its figures are not the server's to match
+        if cell.distortion:
+            continue  # the client fell behind and said so, whatever the status: its figures are not the server's to match
         # What the simulator itself counted and timed in the window, as its /metrics tell it.
         assert cell.server and cell.output_tokens == pytest.approx(cell.server.generated_tokens, abs=running)
         assert cell.tbt_ms == pytest.approx(cell.server.itl_per_token_ms, rel=0.03)
@@ -46,7 +46,9 @@ def test_figures_and_statuses_match_the_simulator(tmp_path: Path) -> None:
         per_request = 2000 / (20 + 2 * running)
         assert cell.total_tok_s <= running * per_request * 1.04 and cell.per_request_tok_s <= per_request * 1.03
         assert cell.tbt_ms >= 1000 / per_request * 0.97
-        assert cell.avg_active == pytest.approx(running, rel=active_within)
+        # Seats streaming: the simulator's own summed inter-token time says how many; a starved simulator
+        # lets its first tokens come late, and then both counts fall short of the model's together.
+        assert cell.avg_active == pytest.approx(cell.server.active_mean, rel=0.04) and cell.avg_active <= running
         assert cell.total_tok_s == pytest.approx(running * cell.per_request_tok_s, rel=0.04)
         assert cell.measured_s == pytest.approx(2.0, abs=0.05)
         assert cell.output_tokens == pytest.approx(cell.total_tok_s * cell.measured_s, abs=1)
