@@ -8,6 +8,7 @@ build ignores one, so a misspelt figure would vanish from the page without a wor
 from __future__ import annotations
 
 import functools
+import types
 import typing
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -40,8 +41,9 @@ class Unknown(NamedTuple):
 
 
 class Decoded(msgspec.Struct, kw_only=True):
-    """A bundle file as read: its JSON as plain data, its bundle (None where it did not decode) and
-    the keys the schema does not know, and the problems."""
+    """A bundle file as read: its JSON as plain data (None where a bundle already read was found to hold
+    only known keys), its bundle (None where it did not decode) and the keys the schema does not know,
+    and the problems."""
 
     raw: Any = None
     bundle: Bundle | None = None
@@ -64,6 +66,8 @@ def decode(path: Path, data: bytes, read: Bundle | None = None) -> Decoded:
     """Strictly decode a bundle file's bytes: JSON, the schema, the loader's checks, no unknown field.
     `read`: the bundle the loader decoded from the same bytes and checked (its schema and checks are not
     done again)."""
+    if read is not None and known_only(data):
+        return Decoded(bundle=read)
     try:
         raw = loader.read_json(path, data)
         bundle = read if read is not None else loader.decoded(path, data, loader.decode_bundle)
@@ -111,3 +115,53 @@ def _holds_struct(hint: Any) -> bool:
     if isinstance(hint, type) and issubclass(hint, msgspec.Struct):
         return True
     return any(_holds_struct(arg) for arg in typing.get_args(hint))
+
+
+def known_only(data: bytes) -> bool:
+    """Whether bundle JSON holds no key the schema does not know, at any depth: the schema's twin that
+    refuses unknown keys decodes it (in C, as fast as the build's own decode) where walking it would
+    first need the file decoded again as plain data."""
+    try:
+        _strict_decoder().decode(data)
+    except msgspec.DecodeError:  # a ValidationError too: the first unknown key, or any other reason
+        return False
+    return True
+
+
+@functools.cache
+def _strict_decoder() -> msgspec.json.Decoder:
+    """A decoder of Bundle's strict twin: each Struct the schema reaches, subclassed to forbid unknown
+    fields, its fields' types naming the twins. A field's type is set once every twin exists, since a
+    cell holds its repeats (msgspec reads a Struct's types when a decoder first needs them)."""
+    kinds: dict[type[msgspec.Struct], None] = {}
+    _reached(Bundle, kinds)
+    twins = {kind: msgspec.defstruct(f"Strict{kind.__name__}", [], bases=(kind,), forbid_unknown_fields=True) for kind in kinds}
+    for kind, twin in twins.items():
+        hints = typing.get_type_hints(kind, include_extras=True)
+        twin.__annotations__ = {name: _twinned(hints[name], twins) for name in kind.__struct_fields__}
+    return msgspec.json.Decoder(twins[Bundle])
+
+
+def _reached(hint: Any, kinds: dict[type[msgspec.Struct], None]) -> None:
+    """Add every Struct type a type can hold, at any depth, to `kinds` (in the order met)."""
+    if isinstance(hint, type) and issubclass(hint, msgspec.Struct):
+        if hint not in kinds:
+            kinds[hint] = None
+            for field in typing.get_type_hints(hint, include_extras=True).values():
+                _reached(field, kinds)
+        return
+    for arg in typing.get_args(hint):
+        _reached(arg, kinds)
+
+
+def _twinned(hint: Any, twins: dict[type[msgspec.Struct], type[msgspec.Struct]]) -> Any:
+    """A type with each Struct in it replaced by its twin; its constraints (Annotated) kept."""
+    if isinstance(hint, type) and issubclass(hint, msgspec.Struct):
+        return twins[hint]
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if not args or origin is typing.Literal:
+        return hint
+    if origin is typing.Annotated:
+        return typing.Annotated[(_twinned(args[0], twins), *hint.__metadata__)]
+    swapped = tuple(_twinned(arg, twins) for arg in args)
+    return typing.Union[swapped] if origin in (typing.Union, types.UnionType) else origin[swapped]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import shutil
 import subprocess
@@ -14,7 +16,8 @@ from hypothesis import strategies as st
 
 from runner.bundle.records import records_path
 from sitegen.check import decoding
-from sitegen.check.checker import CheckContext, check_file
+from runner.bundle.schema import decode_bundle
+from sitegen.check.checker import CheckContext, check_data, check_file
 from tests.builders import ROOT, check_errors_at, edit_json
 
 
@@ -45,6 +48,36 @@ def test_a_misspelt_field_is_unknown(seed_run: Path) -> None:
     edit_json(seed_run, lambda d: d["decode"][4].update(totl_tok_s=1.0))
     assert check_errors_at(seed_run, "$.decode[4].totl_tok_s") == [
         f"error: {seed_run}:$.decode[4].totl_tok_s: unknown field: the schema has no such field"]
+
+
+def _objects(node: object, trail: tuple = ()) -> list[tuple]:
+    """The trail of keys and indexes to every JSON object in a document."""
+    found = [trail] if isinstance(node, dict) else []
+    for key, value in node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ():
+        found += _objects(value, (*trail, key))
+    return found
+
+
+def test_a_build_finds_an_unknown_key_in_any_object_as_a_full_decode_does(repeated_run: Path, tmp_path: Path) -> None:
+    """The build's checker asks the schema's strict twin first; a key it does not know, in any object
+    at any depth (a repeat of a cell included), is found and named as the walk over plain JSON names it."""
+    document = json.loads(repeated_run.read_bytes())
+    trails = _objects(document)
+    assert any("repeats" in trail for trail in trails) and len(trails) > 10
+    plain = repeated_run.read_bytes()
+    assert decoding.known_only(plain) and decode_bundle(plain)
+    for trail in trails:
+        edited = json.loads(plain)
+        target = functools.reduce(lambda node, key: node[key], trail, edited)
+        target["extra_figure"] = 1.0
+        data = json.dumps(edited).encode()
+        read = decode_bundle(data)  # the build's own lenient decode ignores the key
+        assert not decoding.known_only(data), trail
+        in_build = check_data(tmp_path / "run.json", data, CheckContext(), read, beside=False)
+        alone = check_data(tmp_path / "run.json", data, CheckContext(), beside=False)
+        where = "$" + "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in trail) + ".extra_figure"
+        assert [p.where for p in in_build.problems if "unknown field" in p.message] == [where], trail
+        assert in_build.problems == alone.problems
 
 
 def test_a_measurement_date_in_the_future(seed_run: Path) -> None:
