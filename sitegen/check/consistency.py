@@ -15,8 +15,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
-
 from msgspec import UNSET
 
 from runner.bundle.display import has_value
@@ -39,70 +37,79 @@ from sitegen.check.tolerances import (
 # The latencies a record orders from its median up.
 TTFT_ORDER = ("ttft_ms", "ttft_p90_ms", "ttft_p99_ms")
 TBT_ORDER = ("tbt_ms", "tbt_p90_ms", "tbt_p99_ms")
-# (where, message) pairs: checker.py names the file.
-Found = Iterator[tuple[str, str]]
+# (where, message) pairs: checker.py names the file. Lists rather than generators: most records break
+# no relation, and a generator costs more to make and drain than an empty list.
+Found = list[tuple[str, str]]
 
 
 def consistency_problems(bundle: Bundle) -> Found:
     """Every relation a figure of the bundle breaks."""
+    found: Found = []
     step_tokens = tokens_per_step(bundle)
     for window in windows(bundle):
         if not oversized(window.cell):
-            for name, message in _window(window.cell, for_window(bundle, window.cell), step_tokens):
-                yield f"{window.where}.{name}", message
+            broken = _window(window.cell, for_window(bundle, window.cell), step_tokens)
+            if broken:
+                found += [(f"{window.where}.{name}", message) for name, message in broken]
     prefill_ttft = {point.context_tokens: point.ttft_ms for point in bundle.prefill if point.ttft_ms and not oversized(point)}
     for record in figures(bundle):
         cell = record.cell
-        for name, message in (*_tails(cell), *_ttft_bound(cell, bundle.measured_at, prefill_ttft.get(cell.context_tokens))):
-            yield f"{record.where}.{name}", message
+        broken = _tails(cell) + _ttft_bound(cell, bundle.measured_at, prefill_ttft.get(cell.context_tokens))
+        if broken:
+            found += [(f"{record.where}.{name}", message) for name, message in broken]
     for index, cell in enumerate(bundle.decode):
         if cell.repeats and not any(map(oversized, [cell, *cell.repeats])):
-            yield from _repeats(cell_path(index), cell, cell.repeats)
+            found += _repeats(cell_path(index), cell, cell.repeats)
     tolerances = WINDOW if measured_by_runner(bundle) else REPORTED
     for index, point in enumerate(bundle.prefill):
         if not oversized(point):
-            yield from _prefill(prefill_path(index), point, tolerances)
+            found += _prefill(prefill_path(index), point, tolerances)
+    return found
 
 
 def _window(cell: DecodeCell, allowed: Tolerances, step_tokens: int) -> Found:
     """The relations of one window's figures (by the field that breaks one): output, total against active,
     active against requests, rate against gaps."""
+    found: Found = []
     total, per, active, tbt = cell.total_tok_s, cell.per_request_tok_s, cell.avg_active, cell.tbt_ms
     if total is not None and cell.output_tokens is not None and cell.measured_s is not None:
         expected = total * cell.measured_s
         if abs(cell.output_tokens - expected) > allowed.output * cell.output_tokens + allowed.output_tokens:
-            yield ("output_tokens", f"{cell.output_tokens:,} output tokens, but total {total:g} tok/s × "
-                                    f"{cell.measured_s:g} s measured = {expected:,.1f}")
+            found.append(("output_tokens", f"{cell.output_tokens:,} output tokens, but total {total:g} tok/s × "
+                                           f"{cell.measured_s:g} s measured = {expected:,.1f}"))
     if total is not None and per and active:
         ratio = total / (active * per)
         if not 1 / allowed.active_factor <= ratio <= allowed.active_factor:
-            yield ("total_tok_s", f"total {total:g} tok/s, but average active {active:g} × per-request "
-                                  f"{per:g} tok/s = {active * per:g}: more than {allowed.active_factor:g} times apart")
+            found.append(("total_tok_s", f"total {total:g} tok/s, but average active {active:g} × per-request "
+                                         f"{per:g} tok/s = {active * per:g}: more than {allowed.active_factor:g} times apart"))
     most = cell.output_tokens + cell.concurrency if cell.output_tokens is not None else None
     if cell.completed is not None and most is not None and cell.completed > most:
-        yield ("completed", f"{cell.completed:,} requests finished, but the window's {cell.output_tokens:,} output "
-                            f"tokens allow at most {most:,} (each one's last token falls in it)")
+        found.append(("completed", f"{cell.completed:,} requests finished, but the window's {cell.output_tokens:,} output "
+                                   f"tokens allow at most {most:,} (each one's last token falls in it)"))
     if active is not None and active > cell.concurrency * (1 + FLOAT_SLACK):
-        yield ("avg_active", f"{active:g} requests active on average, more than the {cell.concurrency} sent at once")
+        found.append(("avg_active", f"{active:g} requests active on average, more than the {cell.concurrency} sent at once"))
     if per and tbt:
         product = per * tbt / 1000
         if product > allowed.gap_ceiling * step_tokens:
-            yield ("per_request_tok_s", f"{per:g} tok/s per request, faster than {tbt:g} ms between tokens allows "
-                                        f"({step_tokens * 1000 / tbt:g} tok/s)")
+            found.append(("per_request_tok_s", f"{per:g} tok/s per request, faster than {tbt:g} ms between tokens "
+                                               f"allows ({step_tokens * 1000 / tbt:g} tok/s)"))
         elif product < allowed.gap_floor:
-            yield ("per_request_tok_s", f"{per:g} tok/s per request, slower than the {tbt:g} ms between tokens "
-                                        f"gives ({1000 / tbt:g} tok/s)")
+            found.append(("per_request_tok_s", f"{per:g} tok/s per request, slower than the {tbt:g} ms between tokens "
+                                               f"gives ({1000 / tbt:g} tok/s)"))
+    return found
 
 
 def _tails(cell: DecodeCell) -> Found:
     """TTFT and time between tokens: the median, p90 and p99 that a record holds, in that order (by field)."""
     if cell.ttft_p90_ms is UNSET and cell.tbt_p90_ms is UNSET and cell.ttft_p99_ms is UNSET and cell.tbt_p99_ms is UNSET:
-        return  # a median alone: nothing to order
+        return []  # a median alone: nothing to order
+    found: Found = []
     for names in (TTFT_ORDER, TBT_ORDER):
         ordered = [(name, value) for name in names if (value := getattr(cell, name)) is not None and value is not UNSET]
         for (low_name, low), (high_name, high) in zip(ordered, ordered[1:]):
             if high < low * (1 - FLOAT_SLACK):
-                yield high_name, f"{high:g} ms, below the {low:g} ms of {low_name}"
+                found.append((high_name, f"{high:g} ms, below the {low:g} ms of {low_name}"))
+    return found
 
 
 def _ttft_bound(cell: DecodeCell, run_started: dt.datetime | None, cold_ttft_ms: float | None) -> Found:
@@ -119,11 +126,14 @@ def _ttft_bound(cell: DecodeCell, run_started: dt.datetime | None, cold_ttft_ms:
     elif cold_ttft_ms is not None and cell.measured_s is not None:
         longest = TTFT_QUEUE * cell.concurrency * cold_ttft_ms + cell.measured_s * 1000
     else:
-        return
+        return []
+    found: Found = []
     for name in TTFT_ORDER:
         value = getattr(cell, name)
         if value is not None and value is not UNSET and value > longest:
-            yield name, f"{value:g} ms, longer than {_ttft_reason(cell, from_start, cold_ttft_ms)} allows ({longest:,.0f} ms)"
+            found.append((name, f"{value:g} ms, longer than {_ttft_reason(cell, from_start, cold_ttft_ms)} allows "
+                                f"({longest:,.0f} ms)"))
+    return found
 
 
 def _ttft_reason(cell: DecodeCell, from_start: bool, cold_ttft_ms: float | None) -> str:
@@ -136,29 +146,32 @@ def _ttft_reason(cell: DecodeCell, from_start: bool, cold_ttft_ms: float | None)
 
 def _repeats(where: str, cell: DecodeCell, repeats: list[DecodeCell]) -> Found:
     """A repeated cell's figures within its repeats' range, and their spread as stated."""
+    found: Found = []
     for name in (*RATES, *COUNTS, *TAILS):
         value = getattr(cell, name)
         seen = [v for r in repeats if (v := getattr(r, name)) is not None and v is not UNSET]
         if value is None or value is UNSET or not seen:
             continue
         if not min(seen) * (1 - FLOAT_SLACK) <= value <= max(seen) * (1 + FLOAT_SLACK):
-            yield (f"{where}.{name}", f"{value:g}, outside its repeats' range {min(seen):g} to {max(seen):g}: "
-                                      "a cell shows their median")
+            found.append((f"{where}.{name}", f"{value:g}, outside its repeats' range {min(seen):g} to {max(seen):g}: "
+                                             "a cell shows their median"))
     totals = [r.total_tok_s for r in repeats if has_value(r) and r.total_tok_s is not None]
     stated = cell.total_tok_s_spread_pct
     if stated is not UNSET and len(totals) > 1:
         spread = spread_pct(totals)
         if abs(stated - spread) > FLOAT_SLACK * max(1.0, spread):
-            yield f"{where}.total_tok_s_spread_pct", f"{stated:g} %, but the repeats' total tok/s spread {spread:g} %"
+            found.append((f"{where}.total_tok_s_spread_pct", f"{stated:g} %, but the repeats' total tok/s spread {spread:g} %"))
+    return found
 
 
 def _prefill(where: str, point: PrefillPoint, allowed: Tolerances) -> Found:
     """Prompt tok/s × TTFT against the prompt's tokens (its context where they are not recorded)."""
     rate, ttft = point.prompt_tok_s, point.ttft_ms
     if rate is None or ttft is None:
-        return
+        return []
     tokens, share = (point.prompt_tokens, allowed.prefill) if point.prompt_tokens else (point.context_tokens, CONTEXT_AS_PROMPT)
     prefilled = rate * ttft / 1000
     if abs(prefilled - tokens) > share * tokens + rate * allowed.prefill_ttft_ms / 1000:
-        yield (f"{where}.prompt_tok_s", f"{rate:g} tok/s over {ttft:g} ms of TTFT is {prefilled:,.0f} tokens, "
-                                        f"but the prompt held {tokens:,}")
+        return [(f"{where}.prompt_tok_s", f"{rate:g} tok/s over {ttft:g} ms of TTFT is {prefilled:,.0f} tokens, "
+                                          f"but the prompt held {tokens:,}")]
+    return []

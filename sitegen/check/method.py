@@ -21,6 +21,7 @@ MICROSECOND = 1e-6
 
 def method_problems(bundle: Bundle) -> Found:
     """Every way the bundle's windows or settings fall short of the method it states."""
+    found: Found = []
     asked, most = bundle.run.seconds_per_measurement, bundle.run.max_output_tokens
     for window in windows(bundle):
         cell = window.cell
@@ -29,14 +30,15 @@ def method_problems(bundle: Bundle) -> Found:
         if asked and cell.measured_s is not None:
             shortest = asked * (1 - for_window(bundle, cell).window_shortfall) - MICROSECOND
             if cell.measured_s < shortest:
-                yield (f"{window.where}.measured_s", f"a {cell.measured_s:g} s window, shorter than the "
-                                                     f"{asked:g} s per measurement the run states")
+                found.append((f"{window.where}.measured_s", f"a {cell.measured_s:g} s window, shorter than the "
+                                                            f"{asked:g} s per measurement the run states"))
         if most and cell.output_tokens is not None and cell.completed is not None:
             allowed = (cell.completed + cell.concurrency) * most
             if cell.output_tokens > allowed:
-                yield (f"{window.where}.output_tokens", f"{cell.output_tokens:,} tokens from {cell.completed} finished "
-                                                        f"and at most {cell.concurrency} running requests: more than {most:,} "
-                                                        "each allows")
+                found.append((f"{window.where}.output_tokens", f"{cell.output_tokens:,} tokens from {cell.completed} "
+                                                               f"finished and at most {cell.concurrency} running requests: "
+                                                               f"more than {most:,} each allows"))
     measured = any(map(has_value, bundle.decode)) or any(map(prefill_has_value, bundle.prefill))
     if measured and not bundle.run.prefill_mode:
-        yield "$.run.prefill_mode", "the prompt mode is not recorded: whether prompts were warmed before TTFT was timed"
+        found.append(("$.run.prefill_mode", "the prompt mode is not recorded: whether prompts were warmed before TTFT was timed"))
+    return found

@@ -27,13 +27,16 @@ NOT_RUN = (*RATES, "completed", "output_tokens", *TAILS, "repeats")
 
 def status_problems(bundle: Bundle) -> Found:
     """Every field a record's status disagrees with."""
+    found: Found = []
     for record in figures(bundle):
-        for name, message in _cell(record.cell):
-            yield f"{record.where}.{name}", message
+        broken = _cell(record.cell)
+        if broken:
+            found += [(f"{record.where}.{name}", message) for name, message in broken]
         if record.parent is not None and record.cell.repeats:
-            yield f"{record.where}.repeats", "a repeat holds repeats of its own"
+            found.append((f"{record.where}.repeats", "a repeat holds repeats of its own"))
     for index, point in enumerate(bundle.prefill):
-        yield from _point(prefill_path(index), point)
+        found += _point(prefill_path(index), point)
+    return found
 
 
 def _present(cell: DecodeCell, name: str) -> bool:
@@ -43,31 +46,27 @@ def _present(cell: DecodeCell, name: str) -> bool:
 
 def _cell(cell: DecodeCell) -> Found:
     """The fields one decode record's status disagrees with, and counts no record may hold (by field)."""
-    for name in oversized(cell):
-        yield name, f"more than the {MAX_TOKENS:,} any bundle may count"
+    found: Found = [(name, f"more than the {MAX_TOKENS:,} any bundle may count") for name in oversized(cell)]
     status = cell.status
     if status in MEASURED:
         if not cell.total_tok_s and (cell.total_tok_s is not None or status not in VALUED):  # the loader names the rest
-            yield "total_tok_s", f"a {status} cell with no output: a window without tokens is Failed"
+            found.append(("total_tok_s", f"a {status} cell with no output: a window without tokens is Failed"))
     elif status == "Over capacity":
-        for name in NOT_RUN:
-            if _present(cell, name):
-                yield name, "an Over capacity cell was not run, so it holds no measurement"
+        found += [(name, "an Over capacity cell was not run, so it holds no measurement") for name in NOT_RUN if _present(cell, name)]
     elif status in DISCARDED:
-        for name in (*RATES, *TAILS):
-            if name != "measured_s" and _present(cell, name):
-                yield name, f"a {status} cell's window was discarded, so it holds no figures"
+        found += [(name, f"a {status} cell's window was discarded, so it holds no figures")
+                  for name in (*RATES, *TAILS) if name != "measured_s" and _present(cell, name)]
         if cell.output_tokens:
-            yield "output_tokens", f"a {status} cell's window was discarded, so it counts no tokens"
+            found.append(("output_tokens", f"a {status} cell's window was discarded, so it counts no tokens"))
+    return found
 
 
 def _point(where: str, point: PrefillPoint) -> Found:
     """The fields one prefill point's status disagrees with, and counts no point may hold."""
-    for name in oversized(point):
-        yield f"{where}.{name}", f"more than the {MAX_TOKENS:,} any bundle may count"
+    found: Found = [(f"{where}.{name}", f"more than the {MAX_TOKENS:,} any bundle may count") for name in oversized(point)]
     if point.status == "Valid":
-        for name in ("prompt_tok_s", "ttft_ms"):
-            if getattr(point, name) is None:
-                yield f"{where}.{name}", "a Valid prefill point needs it"
+        found += [(f"{where}.{name}", "a Valid prefill point needs it") for name in ("prompt_tok_s", "ttft_ms")
+                  if getattr(point, name) is None]
     elif point.status not in MEASURED and point.prompt_tok_s is not None:
-        yield f"{where}.prompt_tok_s", f"a {point.status} prefill point holds no prompt tok/s"
+        found.append((f"{where}.prompt_tok_s", f"a {point.status} prefill point holds no prompt tok/s"))
+    return found
