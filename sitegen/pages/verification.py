@@ -50,17 +50,20 @@ def verdict_of(run: Scanned) -> Verdict:
     return check_data(run.path, run.data, CheckContext(), run.bundle if run.clean else None, beside=not run.alone)
 
 
-def _origin(verdict: Verdict) -> str:
-    """The tool an imported run came from ("AIPerf"), and whether its per-request file is kept beside it."""
+def _origin(verdict: Verdict, alone: bool) -> str:
+    """The tool an imported run came from ("AIPerf"), and whether its per-request file is kept beside it
+    (not looked for where the run is `alone`, as Scanned's)."""
     tool = (verdict.origin or "").removesuffix(" import")
-    kept = source_requests_path(Path(verdict.path)).is_file()
+    kept = not alone and source_requests_path(Path(verdict.path)).is_file()
     return f"from another tool ({tool}){', with its per-request records' if kept else ''}."
 
 
-def verification(verdict: Verdict) -> Verification:
-    """The verdict as the site shows it."""
-    folder = f"{Path(verdict.path).parent}/"  # pages name the files beside the run, not where the build read them
-    problems = [located(Path(p.file).name, p.where, p.message.replace(folder, "")) for p in verdict.problems]
+def verification(verdict: Verdict, alone: bool = False) -> Verification:
+    """The verdict as the site shows it (`alone`: no file was found beside the run, as Scanned's)."""
+    problems = []
+    if verdict.problems:
+        folder = f"{Path(verdict.path).parent}/"  # pages name the files beside the run, not where the build read them
+        problems = [located(Path(p.file).name, p.where, p.message.replace(folder, "")) for p in verdict.problems]
     signer = verdict.signer or "an unknown key"
     if "modified" in (verdict.signature, verdict.records_signature) or any(p.message.startswith("modified after signing")
                                                                           for p in verdict.problems):
@@ -73,7 +76,7 @@ def verification(verdict: Verdict) -> Verification:
         records = "no raw request records to recompute" if verdict.records == "absent" else "its raw request records are not signed"
         return Verification("Signed", f"signed by {signer}; {records}.")
     if verdict.origin and verdict.origin.endswith(" import"):
-        return Verification("Imported", _origin(verdict))
+        return Verification("Imported", _origin(verdict, alone))
     if verdict.signature == "unknown signer":
         return Verification("Unsigned", "signed by a key the site's allowed_signers does not name.")
     return Verification("Unsigned", "no one has signed these figures.")
@@ -94,7 +97,7 @@ def _shown(run: Scanned) -> bytes:
 
 def shown_of(run: Scanned) -> Verification:
     """The run's verification (shared by the pieces that show it)."""
-    return verification(run.shared(verdict_of))
+    return verification(run.shared(verdict_of), run.alone)
 
 
 STATUS = Piece("verification_status", _status)  # its status alone (one of STATUSES), as msgpack: what the listings read

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import html
 import json
 import re
@@ -20,6 +21,7 @@ from sitegen.build import build_site
 from sitegen.cli import main
 from sitegen.importers.import_files import import_files
 from sitegen.importers.options import ImportOptions
+from sitegen.importers.source_requests import source_requests_path
 from tests.builders import make_signing_key, same_as_fresh
 from tests.sample_site import LING, MIMO, sample_run, write_content
 
@@ -62,6 +64,20 @@ def test_an_inconsistent_run_is_marked_on_its_page_the_index_and_the_run_lists(t
     rows = list(csv.reader((site / "runs.csv").open()))
     assert rows[0][-1] == "verification"
     assert {row[0]: row[-1] for row in rows[1:]}[TAMPERED] == "Inconsistent"
+
+
+def test_an_imported_run_says_whether_its_per_request_records_are_kept_beside_it(tmp_path: Path) -> None:
+    content = write_content(tmp_path)
+    site = tmp_path / "site"
+    build_site(content, site)
+    assert "Imported: from another tool (dev)." in verification_of(site, LING)
+    kept = source_requests_path(content / "runs" / f"{LING}.json")
+    kept.write_bytes(gzip.compress(b'{"cell": "1K x 1"}\n'))
+    build_site(content, site)
+    assert "Imported: from another tool (dev), with its per-request records." in verification_of(site, LING)
+    kept.unlink()
+    build_site(content, site)
+    assert "Imported: from another tool (dev)." in verification_of(site, LING)
 
 
 def test_the_plain_text_says_the_verification_and_still_imports_back(tmp_path: Path) -> None:
