@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import datetime as dt
+
 from msgspec import UNSET
 
 from runner.bundle.display import has_value

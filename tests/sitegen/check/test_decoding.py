@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runner.bundle.records import records_path
-from sitegen.check import decoding
 from runner.bundle.schema import decode_bundle
+from sitegen.check import decoding
 from sitegen.check.checker import CheckContext, check_data, check_file
 from tests.builders import ROOT, check_errors_at, edit_json
 
