@@ -127,10 +127,12 @@ def test_build_time_comparison_and_content_pages(page, site_server: str) -> None
     outside = block_offsite(page, site_server)
     page.goto(site_server + "index.html")
     page.click("nav >> text=Methodology")
+    page.wait_for_url("**/methodology/index.html")  # loaded: a click does not wait for the page it opens
     assert page.locator("article.prose h2").count() > 3
     page.goto(site_server + "index.html")
     page.click("#runs-table tbody a >> text=MiMo-V2.6-Flash-RL")
     page.click("a[href*='/compare/'][href*='-vs-']")
+    page.wait_for_url("**/compare/**")
     assert page.locator("table.ratio td").count() > 0
     assert "What differs" in page.inner_text("main")
     assert outside == [] and page.console_errors == []
