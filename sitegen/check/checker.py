@@ -8,14 +8,14 @@ import msgspec
 
 from runner.bundle import files
 from runner.bundle.schema import Bundle
-from sitegen.check.consistency import consistency_problems
+from sitegen.check import consistency, method, statuses
 from sitegen.check.decoding import Decoded, decode, read_bounded
 from sitegen.check.duplicates import digests
-from sitegen.check.method import method_problems
+from sitegen.check.fields import Found, records
 from sitegen.check.recompute import recompute
 from sitegen.check.secrets import secret_problems, unknown_secret_problems
 from sitegen.check.signing import Signatures, check_signatures
-from sitegen.check.statuses import status_problems
+from sitegen.check.tolerances import for_window, measured_by_runner, tokens_per_step
 from sitegen.check.verdict import Problem, Verdict
 from sitegen.content import loader
 
@@ -57,8 +57,7 @@ def check_bundle(path: Path, decoded: Decoded, context: CheckContext, scrubbed: 
     """
     bundle = decoded.bundle
     assert bundle is not None
-    found = [*status_problems(bundle), *consistency_problems(bundle), *method_problems(bundle)]
-    problems = [Problem(str(path), where, message) for where, message in found]
+    problems = [Problem(str(path), where, message) for where, message in record_problems(bundle)]
     if beside:
         records, recomputed = recompute(path, bundle)
         signatures = check_signatures(path, context.allowed_signers)
@@ -72,3 +71,31 @@ def check_bundle(path: Path, decoded: Decoded, context: CheckContext, scrubbed: 
         run_id=bundle.id, digests=digests(bundle), signature=signatures.bundle, signer=signatures.signer,
         records=records, records_signature=signatures.records, origin=bundle.origin,
     )
+
+
+def record_problems(bundle: Bundle) -> Found:
+    """What statuses.py, consistency.py and method.py find in the bundle, listed by check in that order,
+    from one pass over its decode records (most break nothing, so the pass is most of the cost)."""
+    by_runner, step_tokens, cold_ttft = measured_by_runner(bundle), tokens_per_step(bundle), consistency.cold_ttft(bundle)
+    statused: Found = []
+    related: Found = []
+    ordered: Found = []
+    held: Found = []
+    for record in records(bundle):
+        cell = record.cell
+        broken = statuses.record_problems(record)
+        if broken:
+            statused += record.named(broken)
+        if record.window and not record.oversized:
+            allowed = for_window(by_runner, cell)
+            broken = consistency.window_problems(cell, allowed, step_tokens)
+            if broken:
+                related += record.named(broken)
+            broken = method.window_problems(cell, bundle.run, allowed)
+            if broken:
+                held += record.named(broken)
+        broken = consistency.figure_problems(cell, bundle.measured_at, cold_ttft.get(cell.context_tokens))
+        if broken:
+            ordered += record.named(broken)
+    return [*statused, *statuses.prefill_problems(bundle), *related, *ordered, *consistency.repeat_problems(bundle),
+            *consistency.prefill_problems(bundle), *held, *method.prompt_mode_problems(bundle)]

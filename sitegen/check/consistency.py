@@ -21,7 +21,7 @@ from msgspec import UNSET
 from runner.bundle.display import has_value
 from runner.bundle.repeats import COUNTS, RATES, TAILS, spread_pct
 from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
-from sitegen.check.fields import cell_path, figures, oversized, prefill_path, windows
+from sitegen.check.fields import Found, cell_path, oversized, prefill_path
 from sitegen.check.tolerances import (
     CLOCK_SLACK_S,
     CONTEXT_AS_PROMPT,
@@ -30,45 +30,45 @@ from sitegen.check.tolerances import (
     TTFT_QUEUE,
     WINDOW,
     Tolerances,
-    for_window,
     measured_by_runner,
-    tokens_per_step,
 )
 
 # The latencies a record orders from its median up.
 TTFT_ORDER = ("ttft_ms", "ttft_p90_ms", "ttft_p99_ms")
 TBT_ORDER = ("tbt_ms", "tbt_p90_ms", "tbt_p99_ms")
-# (where, message) pairs: checker.py names the file. Lists rather than generators: most records break
-# no relation, and a generator costs more to make and drain than an empty list.
-Found = list[tuple[str, str]]
 
 
-def consistency_problems(bundle: Bundle) -> Found:
-    """Every relation a figure of the bundle breaks."""
-    found: Found = []
-    step_tokens = tokens_per_step(bundle)
-    for window in windows(bundle):
-        if not oversized(window.cell):
-            broken = _window(window.cell, for_window(bundle, window.cell), step_tokens)
-            if broken:
-                found += [(f"{window.where}.{name}", message) for name, message in broken]
-    prefill_ttft = {point.context_tokens: point.ttft_ms for point in bundle.prefill if point.ttft_ms and not oversized(point)}
-    for record in figures(bundle):
-        cell = record.cell
-        broken = _tails(cell) + _ttft_bound(cell, bundle.measured_at, prefill_ttft.get(cell.context_tokens))
-        if broken:
-            found += [(f"{record.where}.{name}", message) for name, message in broken]
-    for index, cell in enumerate(bundle.decode):
-        if cell.repeats and not any(map(oversized, [cell, *cell.repeats])):
-            found += _repeats(cell_path(index), cell, cell.repeats)
+def cold_ttft(bundle: Bundle) -> dict[int, float]:
+    """The run's cold prefill TTFT at each context it measured: what figure_problems bounds a window's TTFT by
+    where the window's start is not recorded."""
+    return {point.context_tokens: point.ttft_ms for point in bundle.prefill if point.ttft_ms and not oversized(point)}
+
+
+def prefill_problems(bundle: Bundle) -> Found:
+    """Every prefill point whose prompt tok/s and TTFT do not make its prompt."""
     tolerances = WINDOW if measured_by_runner(bundle) else REPORTED
+    found: Found = []
     for index, point in enumerate(bundle.prefill):
         if not oversized(point):
             found += _prefill(prefill_path(index), point, tolerances)
     return found
 
 
-def _window(cell: DecodeCell, allowed: Tolerances, step_tokens: int) -> Found:
+def repeat_problems(bundle: Bundle) -> Found:
+    """Every figure of a repeated cell outside its repeats' range, and every spread stated otherwise."""
+    found: Found = []
+    for index, cell in enumerate(bundle.decode):
+        if cell.repeats and not any(map(oversized, [cell, *cell.repeats])):
+            found += _repeats(cell_path(index), cell, cell.repeats)
+    return found
+
+
+def figure_problems(cell: DecodeCell, run_started: dt.datetime | None, cold_ttft_ms: float | None) -> Found:
+    """The relations of one record's latencies (by field): their order, and TTFT's bound (_ttft_bound)."""
+    return _tails(cell) + _ttft_bound(cell, run_started, cold_ttft_ms)
+
+
+def window_problems(cell: DecodeCell, allowed: Tolerances, step_tokens: int) -> Found:
     """The relations of one window's figures (by the field that breaks one): output, total against active,
     active against requests, rate against gaps."""
     found: Found = []

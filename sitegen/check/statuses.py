@@ -16,8 +16,7 @@ from msgspec import UNSET
 from runner.bundle.display import VALUED
 from runner.bundle.repeats import RATES, TAILS
 from runner.bundle.schema import MAX_TOKENS, Bundle, DecodeCell, PrefillPoint
-from sitegen.check.consistency import Found
-from sitegen.check.fields import figures, oversized, prefill_path
+from sitegen.check.fields import Found, Record, oversized, prefill_path
 
 MEASURED = ("Valid", "Requests queued", "Distorted")
 DISCARDED = ("Looped", "Failed")
@@ -25,28 +24,10 @@ DISCARDED = ("Looped", "Failed")
 NOT_RUN = (*RATES, "completed", "output_tokens", *TAILS, "repeats")
 
 
-def status_problems(bundle: Bundle) -> Found:
-    """Every field a record's status disagrees with."""
-    found: Found = []
-    for record in figures(bundle):
-        broken = _cell(record.cell)
-        if broken:
-            found += [(f"{record.where}.{name}", message) for name, message in broken]
-        if record.parent is not None and record.cell.repeats:
-            found.append((f"{record.where}.repeats", "a repeat holds repeats of its own"))
-    for index, point in enumerate(bundle.prefill):
-        found += _point(prefill_path(index), point)
-    return found
-
-
-def _present(cell: DecodeCell, name: str) -> bool:
-    """Whether the record holds a value for the field (neither null nor left out)."""
-    return getattr(cell, name) not in (None, UNSET)
-
-
-def _cell(cell: DecodeCell) -> Found:
-    """The fields one decode record's status disagrees with, and counts no record may hold (by field)."""
-    found: Found = [(name, f"more than the {MAX_TOKENS:,} any bundle may count") for name in oversized(cell)]
+def record_problems(record: Record) -> Found:
+    """The fields a decode record's status disagrees with, and counts no record may hold (by field)."""
+    cell = record.cell
+    found: Found = [(name, f"more than the {MAX_TOKENS:,} any bundle may count") for name in record.oversized]
     status = cell.status
     if status in MEASURED:
         if not cell.total_tok_s and (cell.total_tok_s is not None or status not in VALUED):  # the loader names the rest
@@ -58,7 +39,22 @@ def _cell(cell: DecodeCell) -> Found:
                   for name in (*RATES, *TAILS) if name != "measured_s" and _present(cell, name)]
         if cell.output_tokens:
             found.append(("output_tokens", f"a {status} cell's window was discarded, so it counts no tokens"))
+    if record.parent is not None and cell.repeats:
+        found.append(("repeats", "a repeat holds repeats of its own"))
     return found
+
+
+def prefill_problems(bundle: Bundle) -> Found:
+    """The fields each prefill point's status disagrees with, and counts no point may hold."""
+    found: Found = []
+    for index, point in enumerate(bundle.prefill):
+        found += _point(prefill_path(index), point)
+    return found
+
+
+def _present(cell: DecodeCell, name: str) -> bool:
+    """Whether the record holds a value for the field (neither null nor left out)."""
+    return getattr(cell, name) not in (None, UNSET)
 
 
 def _point(where: str, point: PrefillPoint) -> Found:

@@ -68,9 +68,10 @@ def measured_by_runner(bundle: Bundle) -> bool:
     return (bundle.run.benchmark_tool or "").startswith(RUNNER_TOOL)
 
 
-def for_window(bundle: Bundle, cell: DecodeCell) -> Tolerances:
-    """WINDOW for a window the runner measured and stored whole (it records when each began), else REPORTED."""
-    return WINDOW if measured_by_runner(bundle) and cell.window_started_at is not msgspec.UNSET else REPORTED
+def for_window(by_runner: bool, cell: DecodeCell) -> Tolerances:
+    """WINDOW for a window the runner measured (`by_runner`: measured_by_runner) and stored whole (it
+    records when each began), else REPORTED."""
+    return WINDOW if by_runner and cell.window_started_at is not msgspec.UNSET else REPORTED
 
 
 def tokens_per_step(bundle: Bundle) -> int:
