@@ -16,10 +16,12 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from runner.bundle.schema import Bundle
+from runner.bundle.schema import Bundle, DecodeCell, PrefillPoint
 from sitegen.check.verdict import Problem, Verdict
 
-_encoder = msgspec.json.Encoder(order="deterministic")  # JSON: any integer a bundle may hold, where msgpack stops at 64 bits
+# Measurements are digested as msgpack, and as JSON in a bundle holding an integer beyond msgpack's 64 bits.
+_encoder = msgspec.msgpack.Encoder(order="deterministic")
+_wide_encoder = msgspec.json.Encoder(order="deterministic")
 # Bytes kept of each SHA-256, packed as machine integers: 64 bits tell a site's measurements apart, a build
 # keeps them per run, and a run's packed digests decode as one bytes object and are counted as integers in C.
 DIGEST_BYTES = 8
@@ -31,9 +33,13 @@ MAX_HOLDERS = 64
 
 def digests(bundle: Bundle) -> bytes:
     """A digest of each decode cell and prefill point that holds a figure, packed."""
-    cells = [cell for cell in bundle.decode if cell.total_tok_s is not None]
-    measured = [*cells, *(point for point in bundle.prefill if point.prompt_tok_s is not None)]
-    prefixes = b"".join([hashlib.sha256(_encoder.encode(item)).digest()[:DIGEST_BYTES] for item in measured])
+    measured: list[DecodeCell | PrefillPoint] = [cell for cell in bundle.decode if cell.total_tok_s is not None]
+    measured += [point for point in bundle.prefill if point.prompt_tok_s is not None]
+    try:
+        encoded = list(map(_encoder.encode, measured))
+    except OverflowError:
+        encoded = list(map(_wide_encoder.encode, measured))
+    prefixes = b"".join([digest.digest()[:DIGEST_BYTES] for digest in map(hashlib.sha256, encoded)])
     return packed(set(array.array(DIGEST_TYPE, prefixes)))  # read as integers in C
 
 

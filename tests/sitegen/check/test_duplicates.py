@@ -24,6 +24,16 @@ def test_a_copy_under_another_id_is_named_in_both_files(seed_run: Path) -> None:
     assert f"also in {seed_run} (id 'inkling-nvfp4-h200-sxm-x8-2026-09-17'): one run submitted twice" in checked.errors[0]
 
 
+def test_a_copy_holding_a_count_beyond_64_bits_is_found_too(seed_run: Path) -> None:
+    """Such a count is digested as JSON where the rest are msgpack: the copy's measurements still match."""
+    edit_json(seed_run, lambda document: document["decode"][0].update(output_tokens=10**30))
+    copy = seed_run.with_name("copy.json")
+    shutil.copy(seed_run, copy)
+    edit_json(copy, lambda document: document.update(id="someone-elses-run"))
+    copied = [line for line in sitegen_check(seed_run.parent).errors if "one run submitted twice" in line]
+    assert [line.split(": ", 2)[1] for line in copied] == [f"{copy}:$.id", f"{seed_run}:$.id"]
+
+
 def test_one_id_in_two_files(bare_run: Path) -> None:
     other = bare_run.with_name("other.json")
     shutil.copy(bare_run, other)
