@@ -60,7 +60,13 @@ class SeriesKey(msgspec.Struct, frozen=True, array_like=True):
     def id(self) -> str:
         """A stable id for the series' page: a readable head and a hash of the whole key."""
         digest = hashlib.sha256(msgspec.json.encode(self)).hexdigest()[:12]
-        return f"{readable_slug(self.model, SLUG_HEAD) or 'series'}--{digest}"
+        return f"{_head(self.model)}--{digest}"
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _head(model: str) -> str:
+    """A series id's readable head, from its model's name; remembered, as a model's runs share it."""
+    return readable_slug(model, SLUG_HEAD) or "series"
 
 
 class Figure(msgspec.Struct, frozen=True, array_like=True):
