@@ -58,7 +58,7 @@ def _origin(verdict: Verdict, alone: bool) -> str:
     return f"from another tool ({tool}){', with its per-request records' if kept else ''}."
 
 
-def verification(verdict: Verdict, alone: bool = False) -> Verification:
+def verification(verdict: Verdict, alone: bool) -> Verification:
     """The verdict as the site shows it (`alone`: no file was found beside the run, as Scanned's)."""
     problems = []
     if verdict.problems:
