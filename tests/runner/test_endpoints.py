@@ -69,7 +69,8 @@ def test_two_servers_behind_one_front_are_summed(tmp_path: Path, monkeypatch: py
         FIGURES.append(f"two endpoints, {cell.concurrency} requests: the summed counter {server.generated_tokens} "
                        f"tokens; the two servers logged {inside} to {around} between the scrapes")
         assert all(tokens > 0 for tokens in per_server)  # both servers did part of the work
-        assert cell.status == "Valid", (cell.status, cell.distortion)
+        # A client slowed by a busy machine (its TTFT far above the servers') is said, not published as Valid.
+        assert cell.status == ("Distorted" if cell.distortion else "Valid"), (cell.status, cell.distortion)
 
 
 def test_a_dead_metrics_endpoint_makes_the_cell_say_so(tmp_path: Path) -> None:
