@@ -28,7 +28,7 @@ from sitegen.pages.render import render_run_page
 from sitegen.pages.text_page import render_text
 from sitegen.pages.verification import CLAIM, SHOWN, Verification, shown
 from sitegen.publish.swap import Publication, Stage
-from sitegen.rebuild.keys import fingerprint
+from sitegen.rebuild.keys import collector_paused, fingerprint
 from sitegen.rebuild.outputs import Output
 from sitegen.support.parallel import fork_map
 from sitegen.support.progress import Progress
@@ -39,7 +39,7 @@ from sitegen.views.compare_view import compare_page, picker_script
 from sitegen.views.serving_view import serving_view
 from sitegen.views.tail_view import tail_view
 
-WORKER_CHUNK = 64  # render tasks a worker takes at a time; consecutive tasks share bundles
+WORKER_CHUNK = 512  # the most render tasks a worker takes at a time (fewer near the end): consecutive tasks share bundles
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
@@ -62,7 +62,8 @@ def _render_order(entry: RunEntry) -> tuple:
 
 def plan_pages(site: Site, plan: Publication) -> list[Task]:
     """The run folders and comparison pages whose inputs changed, as render tasks: ("run", bundle
-    path, partners, its place in a series or None) or ("compare", baseline path, other path, reason).
+    path, partners, what it shows of its series or None: made here, in one process, and only for
+    the pages rendered) or ("compare", baseline path, other path, reason).
 
     Runs come by setup (model, hardware, engine), then date, each followed by the comparisons
     it is the baseline of: most partners are reruns of the same setup nearest in time, so a
@@ -91,7 +92,8 @@ def plan_pages(site: Site, plan: Publication) -> list[Task]:
             facts = (msgspec.json.encode(mine),) + ((msgspec.json.encode(place),) if place else ())
             bundles = (entry.fingerprint, *series_pages.place_bundles(site, place))
             if not plan.unchanged(Output(output, bundles, facts=facts, context=True)):
-                planned.append((entry, 0, ("run", str(site.runs / entry.name), mine, place)))
+                mark = series_pages.run_mark(site, place) if place else None
+                planned.append((entry, 0, ("run", str(site.runs / entry.name), mine, mark)))
     for output, (a, b, why) in comparisons:
         if a.id in changed or b.id in changed or output in again:
             if not plan.unchanged(Output(output, (a.fingerprint, b.fingerprint), facts=(why,), context=True)):
@@ -162,7 +164,7 @@ class Renderer:
         """A run's rendered Sustained decode section (`_decode.html`)."""
         return Markup(self.site.env.get_template("_decode.html").render(view=view, body=matrix_texts(view.matrix)))
 
-    def run(self, path: str, partners: list, place: series_pages.RunPlace | None = None) -> None:
+    def run(self, path: str, partners: list, mark: series_pages.RunMark | None = None) -> None:
         """A run's folder: the page, its plain text, bundle.json, measurements.csv and picker data."""
         loaded = self.load(path)
         bundle, view = loaded.bundle, loaded.view
@@ -171,7 +173,7 @@ class Renderer:
         context = {**self.site.context(page), "partners": partners, "charts": chart_data,
                    "chart_json": charts.figure_script_json(chart_data), "decode_block": self.decode_block(view),
                    "capacity": capacity_view(bundle), "tail": tail_view(bundle), "serving": loaded.serving,
-                   "series_mark": series_pages.run_mark(self.site, place) if place else None}
+                   "series_mark": mark}
         context["verification"] = self.verification(path)
         self.stage.write(page.file, render_run_page(self.site.env, bundle, view, context))
         self.stage.write(run_file(bundle.id, "index.txt"), render_text(view, loaded.serving, context["verification"]))
@@ -189,10 +191,12 @@ class Renderer:
 def render_pages(stage: Stage, renderer: Renderer, tasks: list[Task], jobs: int, progress: Progress,
                  meanwhile: Callable[[], None] = lambda: None) -> None:
     """Render every task, across `jobs` forked processes when there are enough of them; `meanwhile()`
-    runs in this process while they render (fork_map)."""
-    for written in fork_map(renderer.render, tasks, jobs, WORKER_CHUNK, ordered=False, meanwhile=meanwhile):
-        stage.written.update(written)
-        progress.advance()
+    runs in this process while they render (fork_map). The workers are forked with the cyclic
+    collector off, which rendering has no use for: its pages, views and bundles make no cycles."""
+    with collector_paused():
+        for written in fork_map(renderer.render, tasks, jobs, WORKER_CHUNK, ordered=False, meanwhile=meanwhile):
+            stage.written.update(written)
+            progress.advance()
 
 
 KIND = Kind(name="run pages", lane="workers", plan=plan_pages, renders={"run": Renderer.run, "compare": Renderer.compare}, pieces=(TITLE, CLAIM, SHOWN))

@@ -130,7 +130,7 @@ def _series(site: Site, series_id: str) -> Series:
 
 class RunPlace(msgspec.Struct, frozen=True, array_like=True):
     """A run's place in its series as planning knows it: the series, and whether the run is its newest,
-    whose page shows the series' notices (made where the page is rendered: run_mark)."""
+    whose page shows the series' notices (run_mark, made only for a page that is rendered)."""
 
     series_id: str
     newest: bool = False

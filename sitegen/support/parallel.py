@@ -18,13 +18,15 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 PARALLEL_MIN = 64
+SHARES = 4  # near the end, a batch is at most 1 / (jobs * SHARES) of the items left
+SMALLEST = 16  # the smallest batch (unless the caller asks for smaller ones)
 
 _FUNCTION: Callable | None = None  # what a forked worker calls, inherited rather than pickled
 
 
-def _call(item: object) -> object:
+def _call(batch: list) -> list:
     assert _FUNCTION is not None
-    return _FUNCTION(item)
+    return [_FUNCTION(item) for item in batch]
 
 
 def cpu_count() -> int:
@@ -32,11 +34,12 @@ def cpu_count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def fork_map(function: Callable[[T], R], items: list[T], jobs: int, chunksize: int, ordered: bool = True,
+def fork_map(function: Callable[[T], R], items: list[T], jobs: int, batch: int, ordered: bool = True,
              meanwhile: Callable[[], None] = lambda: None) -> Iterator[R]:
-    """function(item) for each item, across `jobs` forked workers taking `chunksize` items at a time;
-    results in the items' order, or as they finish when not `ordered`. `meanwhile()` runs in this
-    process once the workers have started (before the first result is taken), or first without them."""
+    """function(item) for each item, across `jobs` forked workers taking consecutive items, at most
+    `batch` at a time (batches); results in the items' order, or as they finish when not `ordered`.
+    `meanwhile()` runs in this process once the workers have started (before the first result is
+    taken), or first without them."""
     global _FUNCTION
     if jobs <= 1 or len(items) < PARALLEL_MIN or not _can_fork():
         meanwhile()
@@ -47,11 +50,25 @@ def fork_map(function: Callable[[T], R], items: list[T], jobs: int, chunksize: i
     _FUNCTION = function
     try:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            results: Iterable = (pool.imap if ordered else pool.imap_unordered)(_call, items, chunksize=chunksize)
+            results: Iterable = (pool.imap if ordered else pool.imap_unordered)(_call, batches(items, jobs, batch))
             meanwhile()
-            yield from results
+            for done in results:
+                yield from done
     finally:
         _FUNCTION = None
+
+
+def batches(items: list[T], jobs: int, largest: int) -> list[list[T]]:
+    """The items in consecutive batches of `largest`, shrinking near the end to a share of what is left
+    (down to SMALLEST): few batches, so that consecutive items stay together in one worker, and small
+    last ones, so that the workers finish together."""
+    found = []
+    start = 0
+    while start < len(items):
+        size = max(min(largest, (len(items) - start) // (jobs * SHARES)), min(SMALLEST, largest))
+        found.append(items[start:start + size])
+        start += size
+    return found
 
 
 def _can_fork() -> bool:

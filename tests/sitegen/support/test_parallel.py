@@ -1,9 +1,10 @@
 """Forked processes: bundles decoded by workers (the same records, and every bad file still named, in
-file order), and a call beside the build (its bytes or its exception back)."""
+file order), the batches workers take, and a call beside the build (its bytes or its exception back)."""
 
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import time
 from pathlib import Path
@@ -38,6 +39,26 @@ def test_workers_report_every_bad_file_in_file_order(tmp_path: Path, monkeypatch
     lines = [e.line() for e in raised.value.errors]
     assert len(lines) == 2 and lines[0].startswith(f"{runs / 'a-broken.json'}:1:2: invalid JSON")
     assert lines[1].startswith(f"{runs / 'z-wrong.json'}:$.id: ")
+
+
+@pytest.mark.parametrize(("count", "jobs", "largest"), [(26_000, 2, 512), (1_000, 4, 64), (100, 2, 512), (70, 2, 1), (0, 2, 64)])
+def test_batches_keep_items_in_order_and_shrink_toward_the_end(count: int, jobs: int, largest: int) -> None:
+    items = list(range(count))
+    found = parallel.batches(items, jobs, largest)
+    assert [item for batch in found for item in batch] == items
+    sizes = [len(batch) for batch in found]
+    assert all(0 < size <= largest for size in sizes) and sizes == sorted(sizes, reverse=True)
+    for start, size in zip(itertools.accumulate([0, *sizes]), sizes):  # none takes more than its share of what is left
+        assert size <= max((count - start) // (jobs * parallel.SHARES), min(parallel.SMALLEST, largest))
+    if count >= 26_000:  # few batches: a setup's tasks stay in one worker
+        assert len(found) < count // largest + 40 and sizes[0] == largest and sizes[-1] <= parallel.SMALLEST
+
+
+def test_workers_return_each_result_once_in_order_or_as_they_finish() -> None:
+    items = list(range(1_000))
+    assert list(parallel.fork_map(abs, items, 2, 64)) == items
+    found = list(parallel.fork_map(lambda item: (item, os.getpid()), items, 2, 64, ordered=False))
+    assert sorted(item for item, _ in found) == items and os.getpid() not in {pid for _, pid in found}
 
 
 def test_a_call_beside_runs_in_another_process_and_hands_back_its_bytes() -> None:
